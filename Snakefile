@@ -1,0 +1,24 @@
+# annobench: regenerate an image-annotation benchmark dataset.
+# Run `snakemake --cores all`; the default profile (profiles/default) sets the
+# scheduler and crash recovery. See README.md.
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "config/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/ingest.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.ingest_all.input,
+        rules.duplicates.output,

@@ -1,0 +1,68 @@
+"""Atomic writes: no output is ever visible under its final name half-written."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+
+# Partial files are hidden (leading dot) and carry this marker, so neither a
+# user nor a glob for "*.parquet" mistakes them for finished outputs.
+PARTIAL_MARKER = ".partial-"
+
+
+def partial_name(final: Path) -> Path:
+    return final.with_name(f".{final.name}{PARTIAL_MARKER}{os.getpid()}")
+
+
+def remove_stale_partials(final: Path) -> None:
+    """Delete partial files left next to `final` by a killed earlier attempt."""
+    prefix = f".{final.name}{PARTIAL_MARKER}"
+    if not final.parent.is_dir():
+        return
+    for entry in final.parent.iterdir():
+        if entry.name.startswith(prefix):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path | str):
+    """Yield a temporary sibling path; rename it to `final` only on success.
+
+    Works for files and folders alike. On any exception the partial output
+    is removed and `final` is left untouched.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(final)
+    tmp = partial_name(final)
+    try:
+        yield tmp
+        if tmp.is_file():
+            _fsync_file(tmp)
+        if final.is_dir() and not final.is_symlink():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif tmp.exists():
+            tmp.unlink()
+        raise
+
+
+def write_bytes_atomic(final: Path | str, data: bytes) -> None:
+    with atomic_path(final) as tmp:
+        tmp.write_bytes(data)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,130 @@
+"""One shard of ingest: raw files -> images/rejects tables and resized files."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from annobench import layout, resize
+from annobench.decode import DecodeLimits, ImageRejected, decode_image
+from annobench.fsutil import atomic_path
+from annobench.inventory import ImageSource
+from annobench.progress import Progress
+from annobench.tables import IMAGES_SCHEMA, REJECTS_SCHEMA, rows_to_table, write_table
+
+
+@dataclass
+class ShardResult:
+    images: list[dict]
+    rejects: list[dict]
+
+
+def ingest_shard(
+    sources: list[ImageSource],
+    shard: int,
+    out_dir: Path,
+    config: dict,
+    params_hash: str,
+    log: Callable[[str], None] = print,
+) -> ShardResult:
+    """Decode, resize and store every image of one shard, then write its two tables.
+
+    The resized folder is built under a partial name and renamed when
+    complete; each table is written atomically after it, so a killed job
+    leaves nothing that looks finished.
+    """
+    limits = DecodeLimits.from_config(config["ingest"])
+    resize_config = config["resize"]
+    extension = resize.EXTENSIONS[resize_config["format"]]
+    folder = layout.resized_dir(shard)
+    result = ShardResult(images=[], rejects=[])
+    progress = Progress(
+        f"ingest {layout.shard_name(shard)}", len(sources), log, config["progress"]["log_every_seconds"]
+    )
+    with atomic_path(out_dir / folder) as partial_dir:
+        partial_dir.mkdir()
+        for source in sources:
+            relative = f"{folder}/{source.image_id}{extension}"
+            row, encoded = ingest_one(source, limits, resize_config, relative, shard)
+            if encoded is None:
+                result.rejects.append(row)
+                log(f"rejected {source.image_id} ({source.source_path}): {row['reason']}")
+            else:
+                (partial_dir / f"{source.image_id}{extension}").write_bytes(encoded)
+                result.images.append(row)
+            progress.step(rejected=encoded is None)
+    write_table(rows_to_table(result.images, IMAGES_SCHEMA), out_dir / layout.table_file("images", shard), "images", params_hash)
+    write_table(rows_to_table(result.rejects, REJECTS_SCHEMA), out_dir / layout.table_file("rejects", shard), "rejects", params_hash)
+    progress.finish()
+    return result
+
+
+def ingest_one(
+    source: ImageSource, limits: DecodeLimits, resize_config: dict, resized_path: str, shard: int
+) -> tuple[dict, bytes | None]:
+    """Return (images row, encoded resized file) or (rejects row, None)."""
+    sha256 = None
+    try:
+        data = read_source(source.path)
+        sha256 = hashlib.sha256(data).hexdigest()
+        decoded = decode_image(data, limits)
+    except ImageRejected as exc:
+        reject = {"image_id": source.image_id, "source_path": source.source_path, "sha256": sha256,
+                  "reason": str(exc), "shard": shard}
+        return reject, None
+    pixels = resize.resize_area(decoded.pixels, resize_config["max_side"])
+    encoded = resize.encode(pixels, resize_config)
+    row = {
+        "image_id": source.image_id,
+        "source_path": source.source_path,
+        "sha256": sha256,
+        "file_size": len(data),
+        "width": decoded.width,
+        "height": decoded.height,
+        "mode": decoded.mode,
+        "format": decoded.format,
+        "exif_orientation": decoded.orientation,
+        "conversion": decoded.conversion,
+        "resized_path": resized_path,
+        "resized_width": pixels.shape[1],
+        "resized_height": pixels.shape[0],
+        "resized_sha256": hashlib.sha256(encoded).hexdigest(),
+        "shard": shard,
+    }
+    return row, encoded
+
+
+def read_source(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ImageRejected("file not found") from None
+    except IsADirectoryError:
+        raise ImageRejected("is a folder, not a file") from None
+    except OSError as exc:
+        raise ImageRejected(f"unreadable file: {exc.strerror or exc}") from None
+
+
+class ListingChanged(RuntimeError):
+    """The raw inputs changed between planning the workflow and running the job."""
+
+
+def run_shard_job(config: dict, shard: int, expected_fingerprint: str, params_hash: str, log_path: Path) -> None:
+    """What the Snakemake rule runs: recompute the shard listing, check it, ingest."""
+    from annobench.inventory import build_inventory
+
+    with open(log_path, "w", encoding="utf-8") as log_file:
+        def log(line: str) -> None:
+            log_file.write(line + "\n")
+            log_file.flush()
+
+        inventory = build_inventory(config)
+        found = inventory.fingerprint(shard) if shard < inventory.n_shards else "no such shard"
+        if found != expected_fingerprint:
+            raise ListingChanged(
+                f"the images of shard {shard} changed after the workflow was planned "
+                "(files added, removed or edited); run snakemake again to plan with the new inputs"
+            )
+        ingest_shard(inventory.shards[shard], shard, Path(config["output"]), config, params_hash, log)

@@ -1,0 +1,167 @@
+"""Which images a build contains, their ids, and the shard each lands in.
+
+The inventory is computed twice from the same config: once when Snakemake
+plans the DAG (to know the shards and a fingerprint of each) and once inside
+each shard's job (to get its own listing). The fingerprint covers ids, paths,
+sizes and modification times, so an added, removed or edited raw image
+reruns its shard only, and a job refuses to run on a listing that changed
+after planning.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class InventoryError(ValueError):
+    """The image inputs cannot be turned into a consistent set of ids."""
+
+
+@dataclass(frozen=True, order=True)
+class ImageSource:
+    image_id: str
+    source_path: str  # as recorded in the tables: relative to the image folder or as listed
+    path: Path  # where to read it from
+
+
+@dataclass
+class Inventory:
+    n_shards: int
+    shards: list[list[ImageSource]]
+    _fingerprints: dict[int, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_images(self) -> int:
+        return sum(len(s) for s in self.shards)
+
+    def fingerprint(self, shard: int) -> str:
+        if shard not in self._fingerprints:
+            self._fingerprints[shard] = listing_fingerprint(self.shards[shard], self.n_shards)
+        return self._fingerprints[shard]
+
+
+def build_inventory(config: dict) -> Inventory:
+    sources = list_images(config)
+    sharding = config["sharding"]
+    n_shards = shard_count(len(sources), sharding["images_per_shard"], sharding["num_shards"])
+    shards: list[list[ImageSource]] = [[] for _ in range(n_shards)]
+    for source in sources:  # sorted by id, so every shard is too
+        shards[shard_of(source.image_id, n_shards)].append(source)
+    return Inventory(n_shards=n_shards, shards=shards)
+
+
+def list_images(config: dict) -> list[ImageSource]:
+    inputs = config["input"]
+    if inputs["image_list"]:
+        sources = read_image_list(Path(inputs["image_list"]))
+    else:
+        sources = walk_image_folder(Path(inputs["images"]), config["ingest"]["extensions"])
+    check_unique_ids(sources)
+    return sorted(sources)
+
+
+def walk_image_folder(root: Path, extensions: list[str]) -> list[ImageSource]:
+    if not root.is_dir():
+        raise InventoryError(f"image folder {root} does not exist or is not a folder")
+    wanted = {e.lower() for e in extensions}
+    sources = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        for name in files:
+            if name.startswith("."):
+                continue
+            stem, ext = os.path.splitext(name)
+            if ext.lower() not in wanted:
+                continue
+            path = Path(folder, name)
+            rel = path.relative_to(root).as_posix()
+            sources.append(ImageSource(image_id=check_image_id(stem, rel), source_path=rel, path=path))
+    return sources
+
+
+def read_image_list(list_path: Path) -> list[ImageSource]:
+    if not list_path.is_file():
+        raise InventoryError(f"image list {list_path} does not exist")
+    base = list_path.parent
+    sources = []
+    with open(list_path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        missing = {"image_id", "path"} - set(reader.fieldnames or [])
+        if missing:
+            raise InventoryError(
+                f"image list {list_path} needs a header with columns image_id,path; missing: {sorted(missing)}"
+            )
+        for line, row in enumerate(reader, start=2):
+            where = f"{list_path}:{line}"
+            raw_path = (row["path"] or "").strip()
+            if not raw_path:
+                raise InventoryError(f"{where}: empty path")
+            path = Path(raw_path)
+            if not path.is_absolute():
+                path = base / path
+            sources.append(
+                ImageSource(image_id=check_image_id(row["image_id"] or "", where), source_path=raw_path, path=path)
+            )
+    return sources
+
+
+def check_image_id(image_id: str, where: str) -> str:
+    """Ids name files and Parquet keys: refuse those that cannot do both safely."""
+    bad = (
+        not image_id
+        or image_id in {".", ".."}
+        or image_id != image_id.strip()
+        or any(c in image_id for c in "/\\")
+        or any(ord(c) < 32 or ord(c) == 127 for c in image_id)
+    )
+    if bad:
+        raise InventoryError(
+            f"unusable image_id {image_id!r} ({where}): ids must be non-empty, without "
+            "path separators, control characters or surrounding spaces"
+        )
+    return image_id
+
+
+def check_unique_ids(sources: list[ImageSource]) -> None:
+    by_id: dict[str, list[str]] = {}
+    for source in sources:
+        by_id.setdefault(source.image_id, []).append(source.source_path)
+    collisions = {k: v for k, v in by_id.items() if len(v) > 1}
+    if collisions:
+        examples = "; ".join(
+            f"{image_id!r} <- {', '.join(sorted(paths))}" for image_id, paths in sorted(collisions.items())[:10]
+        )
+        raise InventoryError(
+            f"{len(collisions)} image_id(s) are given by more than one file: {examples}. "
+            "Rename the files or give explicit ids in input.image_list (CSV image_id,path)."
+        )
+
+
+def shard_count(n_images: int, images_per_shard: int, num_shards: int = 0) -> int:
+    """A power of two, so growing the collection splits shards instead of reshuffling them."""
+    if num_shards:
+        return num_shards
+    needed = max(1, math.ceil(n_images / images_per_shard))
+    return 1 << (needed - 1).bit_length()
+
+
+def shard_of(image_id: str, n_shards: int) -> int:
+    digest = hashlib.sha256(image_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % n_shards
+
+
+def listing_fingerprint(sources: list[ImageSource], n_shards: int) -> str:
+    digest = hashlib.sha256(f"shards={n_shards}\n".encode())
+    for source in sources:
+        try:
+            st = os.stat(source.path)
+            state = f"{st.st_size}:{st.st_mtime_ns}"
+        except OSError:
+            state = "missing"
+        digest.update(f"{source.image_id}\t{source.source_path}\t{state}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()

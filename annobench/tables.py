@@ -1,0 +1,75 @@
+"""Parquet tables (SPEC 7): schemas, and the one writer every table goes through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from annobench import FORMAT_VERSION
+from annobench.fsutil import atomic_path
+
+META_ARTEFACT = b"annobench.artefact"
+META_FORMAT_VERSION = b"annobench.format_version"
+META_PARAMS_HASH = b"annobench.params_hash"
+
+
+def field(name: str, type_: pa.DataType, description: str, nullable: bool = False) -> pa.Field:
+    return pa.field(name, type_, nullable=nullable, metadata={"description": description})
+
+
+IMAGES_SCHEMA = pa.schema(
+    [
+        field("image_id", pa.string(), "key of the image everywhere"),
+        field("source_path", pa.string(), "raw file, relative to the image folder or as listed"),
+        field("sha256", pa.string(), "sha256 of the raw file's bytes"),
+        field("file_size", pa.int64(), "raw file size in bytes"),
+        field("width", pa.int32(), "width after EXIF orientation"),
+        field("height", pa.int32(), "height after EXIF orientation"),
+        field("mode", pa.string(), "pixel mode as stored (Pillow's name)"),
+        field("format", pa.string(), "file format (Pillow's name)"),
+        field("exif_orientation", pa.int8(), "EXIF orientation applied (1 = none)"),
+        field("conversion", pa.string(), "';'-separated steps taken to reach 8-bit sRGB"),
+        field("resized_path", pa.string(), "stored resized image, relative to the output folder"),
+        field("resized_width", pa.int32(), "width of the stored resized image"),
+        field("resized_height", pa.int32(), "height of the stored resized image"),
+        field("resized_sha256", pa.string(), "sha256 of the stored resized image file"),
+        field("shard", pa.int32(), "shard the image belongs to"),
+    ]
+)
+
+REJECTS_SCHEMA = pa.schema(
+    [
+        field("image_id", pa.string(), "id the file would have had"),
+        field("source_path", pa.string(), "raw file, relative to the image folder or as listed"),
+        field("sha256", pa.string(), "sha256 of the raw file (null if unreadable)", nullable=True),
+        field("reason", pa.string(), "why the file is not in the dataset"),
+        field("shard", pa.int32(), "shard the image belongs to"),
+    ]
+)
+
+
+def rows_to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    columns = {field.name: [row[field.name] for row in rows] for field in schema}
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def write_table(table: pa.Table, path: Path | str, artefact: str, params_hash: str) -> None:
+    """Write atomically with zstd and the provenance keys SPEC 7 asks for."""
+    metadata = dict(table.schema.metadata or {})
+    metadata.update(
+        {
+            META_ARTEFACT: artefact.encode(),
+            META_FORMAT_VERSION: str(FORMAT_VERSION).encode(),
+            META_PARAMS_HASH: params_hash.encode(),
+        }
+    )
+    table = table.replace_schema_metadata(metadata)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd", row_group_size=64 * 1024)
+
+
+def read_metadata(path: Path | str) -> dict[str, str]:
+    raw = pq.read_schema(path).metadata or {}
+    return {k.decode(): v.decode() for k, v in raw.items() if k.startswith(b"annobench.")}

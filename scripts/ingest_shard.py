@@ -1,0 +1,16 @@
+"""Snakemake entry point of rule ingest_shard; the work is in annobench.ingest."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+from annobench.ingest import run_shard_job  # noqa: E402
+
+run_shard_job(
+    config=snakemake.config,
+    shard=int(snakemake.wildcards.shard),
+    expected_fingerprint=snakemake.params.listing,
+    params_hash=snakemake.params.params_hash,
+    log_path=Path(snakemake.log[0]),
+)

@@ -1,0 +1,40 @@
+# Shared set-up: the image inventory (which images, which shard), output
+# paths and the fingerprints that make a rule rerun when its code changes.
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, workflow.basedir)  # annobench from this checkout
+
+from annobench import layout
+from annobench.config import ingest_params
+from annobench.fingerprint import code_fingerprint, params_hash
+from annobench.inventory import InventoryError, build_inventory
+
+OUT = config["output"]
+
+try:
+    INVENTORY = build_inventory(config)
+except InventoryError as error:
+    raise WorkflowError(f"cannot list the input images: {error}")
+
+SHARDS = layout.shard_ids(INVENTORY.n_shards)
+logger.info(f"annobench: {INVENTORY.n_images} images in {INVENTORY.n_shards} shard(s) -> {OUT}")
+
+
+wildcard_constraints:
+    shard=r"\d{%d}" % layout.SHARD_WIDTH,
+
+
+def out(relative):
+    """A path under the output folder; Snakemake wildcards pass through."""
+    return f"{OUT}/{relative}"
+
+
+def script_code(script):
+    """Fingerprint of a script, the annobench modules it imports and their dependencies."""
+    return code_fingerprint(Path(workflow.basedir) / "scripts" / script)
+
+
+def shard_listing(wildcards):
+    return INVENTORY.fingerprint(int(wildcards.shard))
