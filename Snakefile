@@ -2,12 +2,14 @@
 # Run `snakemake --cores all`; the default profile (profiles/default) sets the
 # scheduler and crash recovery. See README.md.
 
+import os
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 validate(config, "config/config.schema.yaml")

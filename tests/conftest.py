@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+REAL = SHARED / "data" / "real"
+REAL_IMAGES = REAL / "images"
+
+
+def require_shared(path: Path = REAL) -> Path:
+    if not path.exists():
+        pytest.skip(f"needs the real test data at {path} (../shared is not present in this checkout's parent)")
+    return path
+
+
+@pytest.fixture
+def real_images() -> Path:
+    return require_shared(REAL_IMAGES)
+
+
+def bsds_photos(n: int | None = None) -> list[Path]:
+    photos = sorted(require_shared(REAL_IMAGES / "bsds500" / "train").glob("*.jpg"))
+    return photos[:n] if n else photos
+
+
+def run_snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run our Snakefile with `workdir` as working directory (its .snakemake lives there).
+
+    Snakemake writes its report to stderr; it is merged into `stdout` here.
+    """
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-6000:]}")
+    return result
+
+
+def write_image_list(path: Path, images: dict[str, Path]) -> Path:
+    lines = ["image_id,path"] + [f"{image_id},{p}" for image_id, p in images.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def tree_bytes(root: Path, exclude: tuple[str, ...] = ("logs",)) -> dict[str, bytes]:
+    """Every file under root (relative path -> bytes), leaving out the given top-level folders."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] not in exclude
+    }

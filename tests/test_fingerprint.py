@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from annobench.fingerprint import _annobench_sources, _third_party_versions, code_fingerprint, params_hash
+from conftest import REPO
+
+
+def test_params_hash_ignores_key_order_and_sees_values():
+    assert params_hash({"a": 1, "b": [1, 2]}) == params_hash({"b": [1, 2], "a": 1})
+    assert params_hash({"a": 1}) != params_hash({"a": 2})
+
+
+def test_script_fingerprint_covers_the_modules_it_imports_transitively():
+    sources = {p.relative_to(REPO).as_posix() for p in _annobench_sources(REPO / "scripts" / "ingest_shard.py")}
+    # ingest_shard imports annobench.ingest, which imports decode, resize, tables, ...
+    for module in ("ingest", "decode", "resize", "tables", "fsutil", "inventory", "layout", "progress"):
+        assert f"annobench/{module}.py" in sources
+    assert "annobench/demo.py" not in sources
+
+
+def test_script_fingerprint_covers_library_versions():
+    versions = _third_party_versions(_annobench_sources(REPO / "scripts" / "ingest_shard.py"))
+    assert {"numpy", "pillow", "opencv-python-headless", "pyarrow"} <= {k.lower() for k in versions}
+
+
+def test_fingerprint_changes_with_the_code(tmp_path, monkeypatch):
+    import annobench.fingerprint as fp
+
+    package = tmp_path / "annobench"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("VALUE = 1\n")
+    script = tmp_path / "entry.py"
+    script.write_text("from annobench.helper import VALUE\n")
+    monkeypatch.setattr(fp, "PACKAGE_DIR", package)
+    before = fp.code_fingerprint.__wrapped__(script)
+    (package / "helper.py").write_text("VALUE = 2\n")
+    after = fp.code_fingerprint.__wrapped__(script)
+    assert before != after
+    assert code_fingerprint(REPO / "scripts" / "ingest_shard.py") == code_fingerprint(str(REPO / "scripts" / "ingest_shard.py"))

@@ -1,0 +1,153 @@
+"""The Snakemake workflow end to end: demo build, determinism, crash recovery, reruns."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+import pytest
+import skimage.data
+import yaml
+
+from annobench.resize import read_stored
+
+from conftest import REPO, REAL_IMAGES, bsds_photos, require_shared, run_snakemake, tree_bytes, write_image_list
+
+pytestmark = pytest.mark.slow
+
+
+def write_config(workdir: Path, **sections) -> Path:
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump({"output": "out", **sections}))
+    return path
+
+
+def planned_jobs(workdir: Path, config: Path, *extra: str) -> dict[str, int]:
+    """Jobs a dry run would execute, per rule."""
+    result = run_snakemake(workdir, "--cores", "1", "--configfile", str(config), "-n", *extra)
+    counts, in_table = {}, False
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        if fields[:2] == ["job", "count"]:
+            in_table = True
+        elif in_table and len(fields) == 2 and fields[1].isdigit() and fields[0] != "total":
+            counts[fields[0]] = int(fields[1])
+        elif in_table and fields[:1] == ["total"]:
+            break
+    return counts
+
+
+def test_demo_build(tmp_path):
+    demo = REPO / "demo"
+    config = write_config(tmp_path, input={"images": str(demo / "images")})
+    run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
+    out = tmp_path / "out"
+    images = pd.read_parquet(out / "tables" / "images")
+    rejects = pd.read_parquet(out / "tables" / "rejects")
+    assert sorted(images.image_id) == ["astronaut", "astronaut_copy", "camera", "chelsea", "coffee", "coins", "logo", "rocket"]
+    assert rejects.image_id.tolist() == ["truncated"]
+    assert rejects.reason[0].startswith("cannot decode: image file is truncated")
+    chelsea = images.set_index("image_id").loc["chelsea"]
+    assert (chelsea.width, chelsea.height, chelsea.resized_width, chelsea.resized_height) == (451, 300, 240, 160)
+    # Stored on its side with EXIF orientation 6: upright again after ingest.
+    upright = cv2.resize(skimage.data.chelsea(), (240, 160), interpolation=cv2.INTER_AREA).astype(int)
+    assert np.abs(read_stored(out / chelsea.resized_path).astype(int) - upright).mean() < 3.0
+    duplicates = pd.read_parquet(out / "tables" / "duplicates")
+    assert duplicates.image_id.tolist() == ["astronaut", "astronaut_copy"]
+    log = (out / "logs" / "ingest" / "shard-00000.log").read_text()
+    assert "9/9 (100.0%)" in log and "1 rejected" in log
+    assert "Nothing to be done" in run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config)).stdout
+
+
+@pytest.fixture(scope="module")
+def mixed_list(tmp_path_factory) -> Path:
+    """48 real images of all kinds, 8 to a shard: several shards, rejects in some."""
+    root = require_shared(REAL_IMAGES)
+    chosen = {p.stem: p for p in bsds_photos(30)}
+    chosen.update({f"fmt_{p.name.replace('.', '_')}": p for p in sorted((root / "formats").iterdir())[:9]})
+    chosen.update({p.stem: p for p in sorted((root / "exif_orientation").glob("*.jpg"))})
+    return write_image_list(tmp_path_factory.mktemp("lists") / "images.csv", chosen)
+
+
+def build(workdir: Path, image_list: Path, cores: int) -> dict[str, bytes]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = write_config(workdir, input={"image_list": str(image_list)}, sharding={"images_per_shard": 8})
+    run_snakemake(workdir, "--cores", str(cores), "--configfile", str(config))
+    return tree_bytes(workdir / "out")
+
+
+def test_same_bytes_with_one_or_two_cores_and_after_sigkill(tmp_path, mixed_list):
+    one = build(tmp_path / "one", mixed_list, cores=1)
+    assert sum(name.startswith("tables/images/") for name in one) == 8
+    assert one == build(tmp_path / "two", mixed_list, cores=2)
+
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    config = write_config(killed, input={"image_list": str(mixed_list)}, sharding={"images_per_shard": 8})
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(killed),
+               "--cores", "1", "--configfile", str(config)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    tables = killed / "out" / "tables" / "images"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(tables.glob("*.parquet"))) < 3:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert 3 <= len(list(tables.glob("*.parquet"))) < 8, "the kill should land mid-build"
+
+    # The README's resume command: release the stale lock, then run again.
+    run_snakemake(killed, "--unlock", "--configfile", str(config))
+    run_snakemake(killed, "--cores", "2", "--configfile", str(config))
+    assert tree_bytes(killed / "out") == one
+
+
+def test_reruns_follow_parameters_and_inputs(tmp_path):
+    images = tmp_path / "images"
+    images.mkdir()
+    photos = bsds_photos(21)
+    for p in photos[:20]:
+        shutil.copy(p, images / p.name)
+    sections = {"input": {"images": str(images)}, "sharding": {"images_per_shard": 8}}
+    config = write_config(tmp_path, **sections)
+    run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
+    assert planned_jobs(tmp_path, config) == {}
+
+    # A setting that changes no output reruns nothing.
+    (tmp_path / "quiet.yaml").write_text(yaml.safe_dump({"progress": {"log_every_seconds": 1}}))
+    assert planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "quiet.yaml")) == {}
+
+    # A resize setting reruns every shard and what depends on it.
+    (tmp_path / "quality.yaml").write_text(yaml.safe_dump({"resize": {"jpeg_quality": 80}}))
+    jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "quality.yaml"))
+    assert jobs["ingest_shard"] == 4 and jobs["duplicates"] == 1
+
+    # One more raw image reruns its shard only.
+    shutil.copy(photos[20], images / photos[20].name)
+    jobs = planned_jobs(tmp_path, config)
+    assert jobs["ingest_shard"] == 1
+
+
+def test_id_collision_stops_the_workflow_with_a_clear_error(tmp_path):
+    images = tmp_path / "images"
+    (images / "b").mkdir(parents=True)
+    photo = bsds_photos(1)[0]
+    shutil.copy(photo, images / "x.jpg")
+    shutil.copy(photo, images / "b" / "x.jpg")
+    config = write_config(tmp_path, input={"images": str(images)})
+    result = run_snakemake(tmp_path, "--cores", "1", "--configfile", str(config), check=False)
+    assert result.returncode != 0
+    assert "'x' <- b/x.jpg, x.jpg" in result.stdout
+
+
+def test_lint_is_clean():
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations, your workflow is in a good condition" in result.stdout + result.stderr
