@@ -96,9 +96,10 @@ def ingest_one(
     return row, encoded
 
 
-def read_source(path: Path) -> bytes:
+def read_source(path: str | Path) -> bytes:
     try:
-        return path.read_bytes()
+        with open(path, "rb") as handle:
+            return handle.read()
     except FileNotFoundError:
         raise ImageRejected("file not found") from None
     except IsADirectoryError:

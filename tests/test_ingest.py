@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -26,10 +27,10 @@ def ingested(tmp_path_factory):
     files = sorted(p for sub in ("formats", "exif_orientation", "caffe") for p in (root / sub).iterdir()
                    if p.suffix.lower() in {".jpg", ".png", ".bmp", ".tif", ".tiff", ".psd", ".pgm", ".pbm", ".jp2"})
     # Several files share a stem (hopper.jpg, hopper.bmp, ...): ids from the relative path.
-    sources = [ImageSource(p.relative_to(root).as_posix().replace("/", "__"), p.relative_to(root).as_posix(), p)
+    sources = [ImageSource(p.relative_to(root).as_posix().replace("/", "__"), p.relative_to(root).as_posix(), str(p))
                for p in files]
-    sources.append(ImageSource("missing", "formats/not_there.jpg", root / "formats" / "not_there.jpg"))
-    sources.sort()
+    sources.append(ImageSource("missing", "formats/not_there.jpg", str(root / "formats" / "not_there.jpg")))
+    sources.sort(key=lambda s: s.image_id)
     out = tmp_path_factory.mktemp("ingest")
     config = load_config()
     lines = []
@@ -69,7 +70,7 @@ def test_raw_hashes_are_the_file_hashes(ingested):
     rows = pd.read_parquet(out / "tables/images/shard-00000.parquet").set_index("image_id")
     by_id = {s.image_id: s for s in sources}
     for image_id, row in rows.iterrows():
-        assert row.sha256 == hashlib.sha256(by_id[image_id].path.read_bytes()).hexdigest()
+        assert row.sha256 == hashlib.sha256(Path(by_id[image_id].path).read_bytes()).hexdigest()
 
 
 def test_tables_read_as_one_dataset_with_pyarrow_pandas_and_duckdb(ingested):
@@ -123,7 +124,7 @@ def test_duplicate_raw_files_are_found(tmp_path):
     from conftest import bsds_photos
 
     a, b = bsds_photos(2)
-    sources = [ImageSource("a", "a.jpg", a), ImageSource("b", "b.jpg", b), ImageSource("c", "c.jpg", a)]
+    sources = [ImageSource("a", "a.jpg", str(a)), ImageSource("b", "b.jpg", str(b)), ImageSource("c", "c.jpg", str(a))]
     ingest_shard(sources, 0, tmp_path, load_config(), "h", log=lambda line: None)
     table = find_duplicates([tmp_path / "tables/images/shard-00000.parquet"]).to_pydict()
     assert table["image_id"] == ["a", "c"]
