@@ -17,6 +17,7 @@ validate(config, "config/config.schema.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/ingest.smk"
+include: "workflow/rules/features.smk"
 
 
 rule all:
@@ -24,3 +25,4 @@ rule all:
     input:
         rules.ingest_all.input,
         rules.duplicates.output,
+        rules.features_all.input,

@@ -34,6 +34,46 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _feature(args: argparse.Namespace) -> int:
+    """Compute a feature for given image files as they are (decoded, oriented, sRGB; not resized)."""
+    import numpy as np
+    import yaml
+
+    from annobench.config import deep_merge, load_config
+    from annobench.decode import DecodeLimits, ImageRejected, decode_image
+    from annobench.features import FEATURES, make_extractor, write_vectors
+
+    overrides = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"annobench: --param takes key=value, got {item!r}", file=sys.stderr)
+            return 2
+        overrides[key] = yaml.safe_load(value)
+    config = load_config(args.configfile)
+    config = load_config(args.configfile, {"features": {args.name: deep_merge(config["features"][args.name], overrides)}})
+    params = config["features"][args.name]
+    ids = [Path(p).stem for p in args.images]
+    if len(set(ids)) != len(ids):
+        print("annobench: two images share a file stem (their image_id)", file=sys.stderr)
+        return 2
+    limits = DecodeLimits.from_config(config["ingest"])
+    extract = make_extractor(args.name, params)
+    vectors = np.empty((len(ids), FEATURES[args.name].dimension(params)), dtype=np.float32)
+    failed = []
+    for row, path in enumerate(args.images):
+        try:
+            vectors[row] = extract(decode_image(Path(path).read_bytes(), limits).pixels)
+        except (ImageRejected, OSError) as error:
+            failed.append(f"{path}: {error}")
+    if failed:
+        print("annobench: nothing written; cannot use:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    write_vectors(args.name, params, ids, vectors, args.out)
+    print(f"{args.name}: {len(ids)} vectors of {vectors.shape[1]} values -> {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annobench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
@@ -44,6 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
     inventory.add_argument("--images", default=None, help="image folder (overrides input.images)")
     inventory.set_defaults(run=_inventory)
 
+    feature = commands.add_parser(
+        "feature", help="compute a visual feature for given image files (as they are, not resized)"
+    )
+    feature.add_argument("name", choices=["colorhist", "getlf", "gist"])
+    feature.add_argument("images", nargs="+", help="image files; image_id is the file stem")
+    feature.add_argument("--out", required=True, help="Parquet file to write (image_id, vector)")
+    feature.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                         help="override a parameter of the feature, e.g. colour=false or seed=7")
+    feature.add_argument("--configfile", default=None, help="take defaults from this config")
+    feature.set_defaults(run=_feature)
+
     demo = commands.add_parser("demo", help="(re)write the embedded demo dataset")
     demo.add_argument("--out", default="demo", help="folder to write (default: demo)")
     demo.set_defaults(run=_demo)
@@ -51,8 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from annobench.config import ConfigError
+
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except ConfigError as error:
+        print(f"annobench: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -17,8 +17,14 @@ SCHEMA_PATH = REPO_DIR / "config" / "config.schema.yaml"
 DEFAULT_CONFIG_PATH = REPO_DIR / "config" / "config.yaml"
 
 
+class ConfigError(ValueError):
+    """The configuration does not follow config/config.schema.yaml."""
+
+
 def validate_config(config: dict) -> dict:
     """Validate in place (filling defaults) and return the config."""
+    import jsonschema
+    from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
     if not SCHEMA_PATH.is_file():
@@ -26,7 +32,14 @@ def validate_config(config: dict) -> dict:
             f"config schema not found at {SCHEMA_PATH}; install annobench from a "
             "checkout with 'pip install -e .'"
         )
-    validate(config, str(SCHEMA_PATH), set_default=True)
+    try:
+        validate(config, str(SCHEMA_PATH), set_default=True)
+    except WorkflowError as error:
+        cause = error.__cause__ or error.__context__
+        if isinstance(cause, jsonschema.ValidationError):
+            where = "/".join(map(str, cause.absolute_path)) or "(top level)"
+            raise ConfigError(f"config {where}: {cause.message}") from None
+        raise
     return config
 
 

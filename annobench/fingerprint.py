@@ -28,9 +28,14 @@ def params_hash(params: object) -> str:
 
 
 @lru_cache(maxsize=None)
-def code_fingerprint(script: str | Path) -> str:
-    script = Path(script).resolve()
-    sources = _annobench_sources(script)
+def code_fingerprint(script: str | Path, *modules: str) -> str:
+    """Hash of the script, the annobench modules it (or `modules`) imports, and their libraries.
+
+    `modules` names modules the script loads by name (importlib), which its
+    import statements do not show.
+    """
+    entries = [Path(script).resolve()] + [m for m in map(_annobench_module_file, modules) if m is not None]
+    sources = set().union(*(_annobench_sources(entry) for entry in entries))
     digest = hashlib.sha256()
     for path in sorted(sources, key=_display_name):
         digest.update(_display_name(path).encode())

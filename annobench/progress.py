@@ -32,7 +32,5 @@ class Progress:
         rate = self.done / elapsed
         percent = 100.0 * self.done / self.total if self.total else 100.0
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-        return (
-            f"{self.label}: {self.done}/{self.total} ({percent:.1f}%), {rate:.1f}/s, "
-            f"{self.rejected} rejected, eta {eta:.0f} s"
-        )
+        rejected = f", {self.rejected} rejected" if self.rejected else ""
+        return f"{self.label}: {self.done}/{self.total} ({percent:.1f}%), {rate:.1f}/s{rejected}, eta {eta:.0f} s"

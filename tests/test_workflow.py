@@ -13,6 +13,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import skimage.data
 import yaml
@@ -62,6 +63,11 @@ def test_demo_build(tmp_path):
     assert np.abs(read_stored(out / chelsea.resized_path).astype(int) - upright).mean() < 3.0
     duplicates = pd.read_parquet(out / "tables" / "duplicates")
     assert duplicates.image_id.tolist() == ["astronaut", "astronaut_copy"]
+    for feature, dimension in (("colorhist", 576), ("getlf", 256), ("gist", 960)):
+        table = pq.read_table(out / "tables" / feature)
+        assert sorted(table.column("image_id").to_pylist()) == sorted(images.image_id)
+        assert table.schema.field("vector").type.list_size == dimension
+    assert pq.read_table(out / "artefacts" / "getlf_projection.parquet").num_rows == 8
     log = (out / "logs" / "ingest" / "shard-00000.log").read_text()
     assert "9/9 (100.0%)" in log and "1 rejected" in log
     assert "Nothing to be done" in run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config)).stdout
@@ -124,15 +130,24 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
     (tmp_path / "quiet.yaml").write_text(yaml.safe_dump({"progress": {"log_every_seconds": 1}}))
     assert planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "quiet.yaml")) == {}
 
+    # A feature setting reruns that feature only.
+    (tmp_path / "gist.yaml").write_text(yaml.safe_dump({"features": {"gist": {"blocks": 2}}}))
+    jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "gist.yaml"))
+    assert jobs == {"feature_gist": 4, "all": 1}
+    (tmp_path / "seed.yaml").write_text(yaml.safe_dump({"features": {"getlf": {"seed": 5}}}))
+    jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "seed.yaml"))
+    assert jobs == {"getlf_projection": 1, "feature_getlf": 4, "all": 1}
+
     # A resize setting reruns every shard and what depends on it.
     (tmp_path / "quality.yaml").write_text(yaml.safe_dump({"resize": {"jpeg_quality": 80}}))
     jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "quality.yaml"))
     assert jobs["ingest_shard"] == 4 and jobs["duplicates"] == 1
+    assert jobs["feature_colorhist"] == jobs["feature_gist"] == 4
 
     # One more raw image reruns its shard only.
     shutil.copy(photos[20], images / photos[20].name)
     jobs = planned_jobs(tmp_path, config)
-    assert jobs["ingest_shard"] == 1
+    assert jobs["ingest_shard"] == 1 and jobs["feature_gist"] == 1
 
 
 def test_id_collision_stops_the_workflow_with_a_clear_error(tmp_path):

@@ -8,6 +8,7 @@ sys.path.insert(0, workflow.basedir)  # annobench from this checkout
 
 from annobench import layout
 from annobench.config import ingest_params
+from annobench.features import FEATURES
 from annobench.fingerprint import code_fingerprint, params_hash
 from annobench.inventory import InventoryError, build_inventory
 
@@ -31,10 +32,24 @@ def out(relative):
     return f"{OUT}/{relative}"
 
 
-def script_code(script):
-    """Fingerprint of a script, the annobench modules it imports and their dependencies."""
-    return code_fingerprint(Path(workflow.basedir) / "scripts" / script)
+def script_code(script, *modules):
+    """Fingerprint of a script, the annobench modules it (or `modules`) imports, and their libraries."""
+    return code_fingerprint(Path(workflow.basedir) / "scripts" / script, *modules)
 
 
 def shard_listing(wildcards):
     return INVENTORY.fingerprint(int(wildcards.shard))
+
+
+def feature_inputs(feature):
+    """Input function of a feature rule: its shard's images, and the projection if it needs one."""
+    def inputs(wildcards):
+        files = {
+            "images": out(layout.table_file("images", wildcards.shard)),
+            "resized": out(layout.resized_dir(wildcards.shard)),
+        }
+        if FEATURES[feature].needs_projection:
+            files["projection"] = rules.getlf_projection.output[0]
+        return files
+
+    return inputs

@@ -1,0 +1,23 @@
+"""Snakemake entry point of the rules feature_*; the work is in annobench.features."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+import cv2  # noqa: E402
+
+from annobench.features import feature_shard  # noqa: E402
+
+cv2.setNumThreads(snakemake.threads)
+with open(snakemake.log[0], "w", encoding="utf-8") as log:
+    feature_shard(
+        name=snakemake.params.feature,
+        params=snakemake.params.settings,
+        images_table=snakemake.input.images,
+        out_dir=snakemake.config["output"],
+        out_path=snakemake.output[0],
+        projection_path=snakemake.input.get("projection"),
+        log=lambda line: (log.write(line + "\n"), log.flush()),
+        every_seconds=snakemake.config["progress"]["log_every_seconds"],
+    )

@@ -1,0 +1,46 @@
+# Global visual features (SPEC 3): one table per feature, per shard, from the stored resized images.
+
+GLOBAL_FEATURES = ["colorhist", "getlf", "gist"]
+
+
+rule getlf_projection:
+    output:
+        out("artefacts/getlf_projection.parquet"),
+    log:
+        out("logs/getlf_projection.log"),
+    params:
+        settings=config["features"]["getlf"],
+        code=script_code("getlf_projection.py"),
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/getlf_projection.py"
+
+
+for feature in GLOBAL_FEATURES:
+
+    rule:
+        name:
+            f"feature_{feature}"
+        input:
+            unpack(feature_inputs(feature)),
+        output:
+            out(layout.table_file(feature, "{shard}")),
+        log:
+            out(layout.log_file(feature, "{shard}")),
+        params:
+            feature=feature,
+            settings=config["features"][feature],
+            code=script_code("feature_shard.py", FEATURES[feature].module),
+        threads: config["features"]["opencv_threads"]
+        resources:
+            mem_mb=1024,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/feature_shard.py"
+
+
+rule features_all:
+    input:
+        expand(out(layout.table_file("{feature}", "{shard}")), feature=GLOBAL_FEATURES, shard=SHARDS),
