@@ -18,6 +18,7 @@ validate(config, "config/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/features.smk"
+include: "workflow/rules/bow.smk"
 
 
 rule all:
@@ -26,3 +27,4 @@ rule all:
         rules.ingest_all.input,
         rules.duplicates.output,
         rules.features_all.input,
+        rules.bow_all.input,

@@ -41,7 +41,7 @@ def _feature(args: argparse.Namespace) -> int:
 
     from annobench.config import deep_merge, load_config
     from annobench.decode import DecodeLimits, ImageRejected, decode_image
-    from annobench.features import FEATURES, make_extractor, write_vectors
+    from annobench.features import make_extractor, write_vectors
 
     overrides = {}
     for item in args.param:
@@ -57,18 +57,27 @@ def _feature(args: argparse.Namespace) -> int:
     if len(set(ids)) != len(ids):
         print("annobench: two images share a file stem (their image_id)", file=sys.stderr)
         return 2
+    if args.name == "dsift" and args.kind is None:
+        print("annobench: feature dsift needs --kind sift|csift|rgbsift|opponentsift", file=sys.stderr)
+        return 2
     limits = DecodeLimits.from_config(config["ingest"])
-    extract = make_extractor(args.name, params)
-    vectors = np.empty((len(ids), FEATURES[args.name].dimension(params)), dtype=np.float32)
-    failed = []
-    for row, path in enumerate(args.images):
+    images, failed = [], []
+    for path in args.images:
         try:
-            vectors[row] = extract(decode_image(Path(path).read_bytes(), limits).pixels)
+            images.append(decode_image(Path(path).read_bytes(), limits).pixels)
         except (ImageRejected, OSError) as error:
             failed.append(f"{path}: {error}")
     if failed:
         print("annobench: nothing written; cannot use:\n  " + "\n  ".join(failed), file=sys.stderr)
         return 1
+    if args.name == "dsift":
+        from annobench.dsift import DsiftParams, write_descriptors
+
+        count = write_descriptors(ids, images, args.kind, DsiftParams.from_config(params), args.out)
+        print(f"dsift {args.kind}: {count} descriptors of {len(ids)} image(s) -> {args.out}")
+        return 0
+    extract = make_extractor(args.name, params)
+    vectors = np.stack([extract(rgb) for rgb in images]).astype(np.float32)
     write_vectors(args.name, params, ids, vectors, args.out)
     print(f"{args.name}: {len(ids)} vectors of {vectors.shape[1]} values -> {args.out}")
     return 0
@@ -87,7 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     feature = commands.add_parser(
         "feature", help="compute a visual feature for given image files (as they are, not resized)"
     )
-    feature.add_argument("name", choices=["colorhist", "getlf", "gist"])
+    feature.add_argument("name", choices=["colorhist", "getlf", "gist", "dsift"],
+                         help="dsift writes the raw dense SIFT descriptors (image_id, x, y, descriptor)")
+    feature.add_argument("--kind", choices=["sift", "csift", "rgbsift", "opponentsift"],
+                         help="descriptor kind, for dsift")
     feature.add_argument("images", nargs="+", help="image files; image_id is the file stem")
     feature.add_argument("--out", required=True, help="Parquet file to write (image_id, vector)")
     feature.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",

@@ -9,7 +9,7 @@ import cv2  # noqa: E402
 
 from annobench.features import feature_shard  # noqa: E402
 
-cv2.setNumThreads(snakemake.threads)
+cv2.setNumThreads(1)  # one core per job, see config.yaml
 with open(snakemake.log[0], "w", encoding="utf-8") as log:
     feature_shard(
         name=snakemake.params.feature,

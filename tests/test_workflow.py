@@ -18,6 +18,7 @@ import pytest
 import skimage.data
 import yaml
 
+from annobench.dsift import KINDS
 from annobench.resize import read_stored
 
 from conftest import REPO, REAL_IMAGES, bsds_photos, require_shared, run_snakemake, tree_bytes, write_image_list
@@ -25,9 +26,13 @@ from conftest import REPO, REAL_IMAGES, bsds_photos, require_shared, run_snakema
 pytestmark = pytest.mark.slow
 
 
+# Codebooks of 50 words keep the builds of these tests to seconds.
+SMALL_CODEBOOKS = {"bow": {"words": 50, "iterations": 10}}
+
+
 def write_config(workdir: Path, **sections) -> Path:
     path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump({"output": "out", **sections}))
+    path.write_text(yaml.safe_dump({"output": "out", "features": SMALL_CODEBOOKS, **sections}))
     return path
 
 
@@ -48,7 +53,7 @@ def planned_jobs(workdir: Path, config: Path, *extra: str) -> dict[str, int]:
 
 def test_demo_build(tmp_path):
     demo = REPO / "demo"
-    config = write_config(tmp_path, input={"images": str(demo / "images")})
+    config = write_config(tmp_path, input={"images": str(demo / "images")}, features={})  # default codebooks
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
     out = tmp_path / "out"
     images = pd.read_parquet(out / "tables" / "images")
@@ -68,6 +73,12 @@ def test_demo_build(tmp_path):
         assert sorted(table.column("image_id").to_pylist()) == sorted(images.image_id)
         assert table.schema.field("vector").type.list_size == dimension
     assert pq.read_table(out / "artefacts" / "getlf_projection.parquet").num_rows == 8
+    for kind, dimension in (("sift", 128), ("csift", 384), ("rgbsift", 384), ("opponentsift", 384)):
+        codebook = pq.read_table(out / "artefacts" / f"codebook_{kind}.parquet")
+        assert codebook.num_rows == 1000 and codebook.schema.field("vector").type.list_size == dimension
+        vectors = np.stack(pq.read_table(out / "tables" / f"bow_{kind}").column("vector").to_numpy(zero_copy_only=False))
+        assert vectors.shape == (8, 5000)
+        np.testing.assert_allclose(vectors.reshape(8, 5, 1000).sum(axis=2), 1.0, rtol=1e-5)
     log = (out / "logs" / "ingest" / "shard-00000.log").read_text()
     assert "9/9 (100.0%)" in log and "1 rejected" in log
     assert "Nothing to be done" in run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config)).stdout
@@ -137,6 +148,18 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
     (tmp_path / "seed.yaml").write_text(yaml.safe_dump({"features": {"getlf": {"seed": 5}}}))
     jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "seed.yaml"))
     assert jobs == {"getlf_projection": 1, "feature_getlf": 4, "all": 1}
+
+    # Another codebook seed: new sample, new codebooks, new BoW vectors; nothing else.
+    codebook = tmp_path / "out" / "artefacts" / "codebook_csift.parquet"
+    before = codebook.read_bytes()
+    bow_seed = tmp_path / "bow_seed.yaml"
+    bow_seed.write_text(yaml.safe_dump({"features": {"bow": {**SMALL_CODEBOOKS["bow"], "seed": 99}}}))
+    jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(bow_seed))
+    assert set(jobs) == {"bow_sample", *(f"bow_codebook_{k}" for k in KINDS), *(f"feature_bow_{k}" for k in KINDS), "all"}
+    run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config), str(bow_seed))
+    assert codebook.read_bytes() != before
+    run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
+    assert codebook.read_bytes() == before  # the first seed again: the same bytes
 
     # A resize setting reruns every shard and what depends on it.
     (tmp_path / "quality.yaml").write_text(yaml.safe_dump({"resize": {"jpeg_quality": 80}}))

@@ -7,6 +7,7 @@ from pathlib import Path
 sys.path.insert(0, workflow.basedir)  # annobench from this checkout
 
 from annobench import layout
+from annobench.bow import sampling_plan
 from annobench.config import ingest_params
 from annobench.features import FEATURES
 from annobench.fingerprint import code_fingerprint, params_hash
@@ -53,3 +54,8 @@ def feature_inputs(feature):
         return files
 
     return inputs
+
+
+def bow_sample_file(kind, shard):
+    """Intermediate: a shard's sampled descriptors of one kind, for codebook training."""
+    return out(f"work/bow_sample/{kind}/shard-{shard}.npy")

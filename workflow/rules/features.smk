@@ -32,7 +32,7 @@ for feature in GLOBAL_FEATURES:
             feature=feature,
             settings=config["features"][feature],
             code=script_code("feature_shard.py", FEATURES[feature].module),
-        threads: config["features"]["opencv_threads"]
+        threads: 1
         resources:
             mem_mb=1024,
         conda:

@@ -1,0 +1,123 @@
+"""The three stages of the bag-of-words features, as the workflow runs them.
+
+1. sample_shard: dense SIFT of the sampled images of a shard, a seeded
+   subset of descriptors per image, one .npy per kind;
+2. train_kind: k-means over all shards' samples of a kind -> codebook table;
+3. encode_shard: every image of a shard -> nearest words -> spatial pyramid.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from annobench import bow, dsift
+from annobench.features import write_vectors
+from annobench.fingerprint import params_hash
+from annobench.fsutil import atomic_path
+from annobench.progress import Progress
+from annobench.resize import read_stored
+from annobench.tables import field, write_table
+
+Log = Callable[[str], None]
+
+
+def _stored_images(images_table: Path | str, out_dir: Path | str):
+    rows = pq.read_table(images_table, columns=["image_id", "resized_path"]).to_pydict()
+    for image_id, relative in zip(rows["image_id"], rows["resized_path"]):
+        yield image_id, Path(out_dir) / relative
+
+
+def sample_shard(
+    images_table: Path | str, out_dir: Path | str, out_paths: dict[str, str], dsift_config: dict,
+    fraction: float, per_image: int, seed: int, log: Log = print, every_seconds: float = 10.0,
+) -> dict[str, int]:
+    params = dsift.DsiftParams.from_config(dsift_config)
+    chosen = [(i, p) for i, p in _stored_images(images_table, out_dir) if bow.is_sampled(seed, i, fraction)]
+    samples: dict[str, list[np.ndarray]] = {kind: [] for kind in out_paths}
+    progress = Progress(f"bow sample {Path(images_table).stem}", len(chosen), log, every_seconds)
+    for image_id, path in chosen:
+        rgb = read_stored(path)
+        for kind in out_paths:
+            _, descriptors = dsift.describe(rgb, kind, params)
+            samples[kind].append(bow.sample_rows(descriptors, per_image, seed, image_id))
+        progress.step()
+    counts = {}
+    for kind in list(samples):
+        parts = samples.pop(kind)  # free each kind's parts as soon as it is written
+        width = 128 * len(dsift.channels(np.zeros((1, 1, 3), np.uint8), kind, params))
+        array = np.concatenate(parts) if parts else np.empty((0, width), np.float32)
+        del parts
+        with atomic_path(out_paths[kind]) as partial, open(partial, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+        counts[kind] = len(array)
+    progress.finish()
+    return counts
+
+
+def train_kind(
+    sample_paths: list[str], kind: str, params: dict, out_path: Path | str, log: Log = print
+) -> np.ndarray:
+    """Concatenate the shards' samples (in shard order) and run k-means."""
+    parts = [np.load(path, allow_pickle=False) for path in sorted(sample_paths)]
+    sample = np.concatenate(parts)
+    log(f"{kind}: {len(sample)} sampled descriptors of {sample.shape[1]} values from {len(parts)} shard(s)")
+    if len(sample) > params["sample_descriptors"]:
+        keep = np.sort(np.random.default_rng(params["seed"]).choice(len(sample), params["sample_descriptors"], replace=False))
+        sample = sample[keep]
+        log(f"{kind}: kept {len(sample)} (features.bow.sample_descriptors)")
+    codebook = bow.train_codebook(sample, params["words"], params["iterations"], params["seed"], log=log)
+    write_codebook(codebook, kind, params, out_path)
+    return codebook
+
+
+def write_codebook(codebook: np.ndarray, kind: str, params: dict, path: Path | str) -> None:
+    k, dimension = codebook.shape
+    schema = pa.schema(
+        [
+            field("word", pa.int32(), "visual word index, as in the bag-of-words vectors"),
+            field("vector", pa.list_(pa.float32(), dimension), f"{kind} descriptor of the cluster centre"),
+        ]
+    )
+    flat = pa.array(np.ascontiguousarray(codebook, dtype=np.float32).reshape(-1), type=pa.float32())
+    table = pa.Table.from_arrays(
+        [pa.array(np.arange(k, dtype=np.int32)), pa.FixedSizeListArray.from_arrays(flat, dimension)], schema=schema
+    )
+    table = table.replace_schema_metadata({b"annobench.params": json.dumps(params, sort_keys=True).encode()})
+    write_table(table, path, f"codebook_{kind}", params_hash(params))
+
+
+def read_codebook(path: Path | str) -> np.ndarray:
+    vectors = pq.read_table(path).column("vector").combine_chunks()
+    return vectors.values.to_numpy().reshape(len(vectors), -1)
+
+
+def encode_image(rgb: np.ndarray, kind: str, params: dsift.DsiftParams, codebook: np.ndarray,
+                 codebook_sq: np.ndarray, levels: list[int]) -> np.ndarray:
+    points, descriptors = dsift.describe(rgb, kind, params)
+    words, _ = bow.nearest(descriptors, codebook, codebook_sq)
+    return bow.pyramid_histogram(points, words, rgb.shape[1], rgb.shape[0], len(codebook), levels)
+
+
+def encode_shard(
+    kind: str, images_table: Path | str, out_dir: Path | str, codebook_path: Path | str, params: dict,
+    out_path: Path | str, log: Log = print, every_seconds: float = 10.0,
+) -> int:
+    dsift_params = dsift.DsiftParams.from_config(params["dsift"])
+    levels = params["pyramid"]
+    codebook = read_codebook(codebook_path)
+    codebook_sq = np.einsum("ij,ij->i", codebook, codebook)
+    images = list(_stored_images(images_table, out_dir))
+    vectors = np.empty((len(images), len(codebook) * sum(level * level for level in levels)), dtype=np.float32)
+    progress = Progress(f"bow_{kind} {Path(out_path).stem}", len(images), log, every_seconds)
+    for row, (_, path) in enumerate(images):
+        vectors[row] = encode_image(read_stored(path), kind, dsift_params, codebook, codebook_sq, levels)
+        progress.step()
+    write_vectors(f"bow_{kind}", params, [image_id for image_id, _ in images], vectors, out_path)
+    progress.finish()
+    return len(images)

@@ -1,0 +1,22 @@
+"""Snakemake entry point of rule bow_sample; the work is in annobench.bow_stages."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+from annobench.bow_stages import sample_shard  # noqa: E402
+
+with open(snakemake.log[0], "w", encoding="utf-8") as log:
+    counts = sample_shard(
+        images_table=snakemake.input.images,
+        out_dir=snakemake.config["output"],
+        out_paths=dict(snakemake.output.items()),
+        dsift_config=snakemake.params.dsift,
+        fraction=snakemake.params.sampling["fraction"],
+        per_image=snakemake.params.sampling["per_image"],
+        seed=snakemake.params.sampling["seed"],
+        log=lambda line: (log.write(line + "\n"), log.flush()),
+        every_seconds=snakemake.config["progress"]["log_every_seconds"],
+    )
+    log.write(f"sampled descriptors: {counts}\n")

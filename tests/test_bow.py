@@ -1,0 +1,73 @@
+"""Sampling, codebooks and the spatial pyramid."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from annobench import bow
+from annobench.dsift import DsiftParams, describe
+from annobench.resize import resize_area
+from annobench.decode import DecodeLimits, decode_image
+from conftest import bsds_photos
+
+
+def real_descriptors(n_photos: int, kind: str = "sift") -> np.ndarray:
+    parts = []
+    for photo in bsds_photos(n_photos):
+        rgb = resize_area(decode_image(photo.read_bytes(), DecodeLimits(10**8, 32, 32)).pixels, 240)
+        parts.append(describe(rgb, kind, DsiftParams())[1])
+    return np.concatenate(parts)
+
+
+def test_codebook_is_deterministic_for_a_seed_and_changes_with_it():
+    sample = real_descriptors(4)
+    first = bow.train_codebook(sample, 64, 8, seed=1)
+    assert first.shape == (64, 128) and first.dtype == np.float32
+    np.testing.assert_array_equal(first, bow.train_codebook(sample, 64, 8, seed=1))
+    assert not np.array_equal(first, bow.train_codebook(sample, 64, 8, seed=2))
+
+
+def test_kmeans_lowers_the_distortion_of_its_seeding():
+    sample = real_descriptors(3)
+    seeds = bow.kmeans_plus_plus(sample, 32, np.random.default_rng(0))
+    trained = bow.train_codebook(sample, 32, 15, seed=0)
+    assert bow.nearest(sample, trained)[1].mean() < bow.nearest(sample, seeds)[1].mean()
+
+
+def test_nearest_matches_brute_force():
+    sample = real_descriptors(1)
+    codebook = sample[::37][:50]
+    labels, distances = bow.nearest(sample, codebook)
+    brute = ((sample[:, None, :] - codebook[None, :, :]) ** 2).sum(axis=2)
+    np.testing.assert_array_equal(labels, brute.argmin(axis=1))
+    np.testing.assert_allclose(distances, brute.min(axis=1), atol=1e-4)
+
+
+def test_too_small_a_sample_is_a_clear_error():
+    with pytest.raises(ValueError, match="cannot make 100 words"):
+        bow.train_codebook(np.zeros((10, 128), np.float32), 100, 5, seed=0)
+
+
+def test_pyramid_cells_are_normalised_and_placed_by_centre():
+    points = np.array([[10, 10], [200, 10], [10, 150], [230, 150], [231, 151]])
+    words = np.array([0, 1, 2, 3, 3])
+    vector = bow.pyramid_histogram(points, words, 240, 160, 4, [1, 2]).reshape(5, 4)
+    np.testing.assert_allclose(vector.sum(axis=1), 1.0)
+    np.testing.assert_allclose(vector[0], [0.2, 0.2, 0.2, 0.4])
+    assert vector[1, 0] == 1.0 and vector[2, 1] == 1.0 and vector[3, 2] == 1.0 and vector[4, 3] == 1.0
+    empty = bow.pyramid_histogram(points[:1], words[:1], 240, 160, 4, [1, 2]).reshape(5, 4)
+    assert empty[2].sum() == 0.0  # an empty cell stays zero
+
+
+def test_sampling_is_a_function_of_seed_and_id_only():
+    plan = bow.sampling_plan(1_250_000, 12_500, 500_000)
+    assert plan == {"fraction": 0.025, "per_image": 100}
+    assert bow.sampling_plan(1_250_000, 12_500, 200) == {"fraction": 1.0, "per_image": 6250}
+    ids = [f"img{k:06d}" for k in range(20000)]
+    chosen = [i for i in ids if bow.is_sampled(7, i, 0.025)]
+    assert 400 < len(chosen) < 600
+    assert chosen == [i for i in reversed(ids) if bow.is_sampled(7, i, 0.025)][::-1]
+    rows = np.arange(1000)[:, None].astype(np.float32)
+    np.testing.assert_array_equal(bow.sample_rows(rows, 10, 7, "a"), bow.sample_rows(rows, 10, 7, "a"))
+    assert not np.array_equal(bow.sample_rows(rows, 10, 7, "a"), bow.sample_rows(rows, 10, 7, "b"))

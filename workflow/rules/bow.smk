@@ -1,0 +1,85 @@
+# Bag-of-words features (SPEC 3, last item): dense colour SIFT, sampled across
+# shards, one codebook per kind, then per-shard encoding with a spatial pyramid.
+
+BOW = config["features"]["bow"]
+DSIFT = config["features"]["dsift"]
+BOW_KINDS = BOW["kinds"]
+SAMPLING = {
+    "seed": BOW["seed"],
+    **sampling_plan(BOW["sample_descriptors"], BOW["sample_images"], INVENTORY.n_images),
+}
+CODEBOOK = {k: BOW[k] for k in ("words", "iterations", "seed", "sample_descriptors")}
+
+
+rule bow_sample:
+    input:
+        images=out(layout.table_file("images", "{shard}")),
+        resized=out(layout.resized_dir("{shard}")),
+    output:
+        **{kind: bow_sample_file(kind, "{shard}") for kind in BOW_KINDS},
+    log:
+        out(layout.log_file("bow_sample", "{shard}")),
+    params:
+        dsift=DSIFT,
+        sampling=SAMPLING,
+        code=script_code("bow_sample.py"),
+    resources:
+        mem_mb=1024,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/bow_sample.py"
+
+
+for kind in BOW_KINDS:
+
+    rule:
+        name:
+            f"bow_codebook_{kind}"
+        input:
+            expand(bow_sample_file(kind, "{shard}"), shard=SHARDS),
+        output:
+            out(f"artefacts/codebook_{kind}.parquet"),
+        log:
+            out(f"logs/bow_codebook_{kind}.log"),
+        params:
+            kind=kind,
+            settings={**CODEBOOK, "dsift": DSIFT},
+            code=script_code("bow_codebook.py"),
+        # One thread: BLAS sums in another order with more threads, and the
+        # codebook must be the same bytes whatever --cores is.
+        threads: 1
+        resources:
+            # The sample (float32, up to 384 values a descriptor) and one copy of it.
+            mem_mb=1024 + (2 * BOW["sample_descriptors"] * 384 * 4) // 2**20,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/bow_codebook.py"
+
+    rule:
+        name:
+            f"feature_bow_{kind}"
+        input:
+            images=out(layout.table_file("images", "{shard}")),
+            resized=out(layout.resized_dir("{shard}")),
+            codebook=out(f"artefacts/codebook_{kind}.parquet"),
+        output:
+            out(layout.table_file(f"bow_{kind}", "{shard}")),
+        log:
+            out(layout.log_file(f"bow_{kind}", "{shard}")),
+        params:
+            kind=kind,
+            settings={"kind": kind, "dsift": DSIFT, "pyramid": BOW["pyramid"], "words": BOW["words"]},
+            code=script_code("bow_encode.py"),
+        resources:
+            mem_mb=1024,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/bow_encode.py"
+
+
+rule bow_all:
+    input:
+        expand(out(layout.table_file("bow_{kind}", "{shard}")), kind=BOW_KINDS, shard=SHARDS),
