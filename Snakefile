@@ -19,6 +19,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/bow.smk"
+include: "workflow/rules/text.smk"
 
 
 rule all:
@@ -28,3 +29,4 @@ rule all:
         rules.duplicates.output,
         rules.features_all.input,
         rules.bow_all.input,
+        rules.text_all.input,

@@ -83,6 +83,48 @@ def _feature(args: argparse.Namespace) -> int:
     return 0
 
 
+def _text(args: argparse.Namespace) -> int:
+    """Text features of a folder of pages, outside Snakemake (one shard)."""
+    from annobench.config import load_config
+    from annobench.fingerprint import params_hash
+    from annobench.page_map import derive_mapping, write_mapping
+    from annobench.pages import PageLimits
+    from annobench.text_features import TextParams
+    from annobench.text_stage import extract_text, read_mapping, write_scofeat, write_text_tables
+
+    config = load_config(args.configfile)
+    pages, out = Path(args.pages), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    mapping = Path(args.mapping) if args.mapping else out / "mapping.csv"
+    if not args.mapping:
+        derived = derive_mapping(pages, PageLimits.from_config(config["text"]))
+        write_mapping(derived, mapping, out / "images.csv", pages)
+        print(f"derived {len(derived.mapping)} image/page rows for {len(derived.images)} images -> {mapping} "
+              f"({len(derived.unresolved)} <img> addresses without a local file, see unresolved.csv)")
+    rows = sorted(set(read_mapping(mapping)), key=lambda r: (r.image_id, r.page_id, r.img_src))
+    result = extract_text(rows, pages, TextParams.from_config(config["text"]), PageLimits.from_config(config["text"]),
+                          log=lambda line: None)
+    write_text_tables(result, out, 0, params_hash(config["text"]))
+    write_scofeat([str(out / "tables" / "text_terms" / "shard-00000.parquet")], out / "exports" / "text.scofeat",
+                  out / "exports" / "text_iids.txt")
+    with_terms = sum(1 for terms in result.terms_by_image.values() if terms)
+    print(f"{with_terms} of {len(result.terms_by_image)} images have text features; "
+          f"{len(result.tables['text_rejects'])} rejects rows -> {out}")
+    return 0
+
+
+def _pages_map(args: argparse.Namespace) -> int:
+    from annobench.page_map import derive_mapping, write_mapping
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    derived = derive_mapping(Path(args.pages))
+    write_mapping(derived, out / "mapping.csv", out / "images.csv", Path(args.pages))
+    print(f"{len(derived.mapping)} rows, {len(derived.images)} images, {len(derived.unusable_pages)} unusable pages, "
+          f"{len(derived.unresolved)} unresolved addresses -> {out}/mapping.csv, images.csv, unresolved.csv")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annobench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
@@ -106,6 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
                          help="override a parameter of the feature, e.g. colour=false or seed=7")
     feature.add_argument("--configfile", default=None, help="take defaults from this config")
     feature.set_defaults(run=_feature)
+
+    text = commands.add_parser("text", help="near-image text features of a folder of pages, outside snakemake")
+    text.add_argument("--pages", required=True, help="folder of saved pages (page_id = path under it)")
+    text.add_argument("--mapping", default=None, help="CSV image_id,page_id,img_src; derived from the pages if absent")
+    text.add_argument("--out", required=True, help="folder for the tables and the .scofeat export")
+    text.add_argument("--configfile", default=None, help="take the text settings from this config")
+    text.set_defaults(run=_text)
+
+    pages_map = commands.add_parser(
+        "pages-map", help="derive mapping.csv and an image list from saved pages whose images sit beside them"
+    )
+    pages_map.add_argument("--pages", required=True)
+    pages_map.add_argument("--out", required=True, help="folder for mapping.csv, images.csv, unresolved.csv")
+    pages_map.set_defaults(run=_pages_map)
 
     demo = commands.add_parser("demo", help="(re)write the embedded demo dataset")
     demo.add_argument("--out", default="demo", help="folder to write (default: demo)")

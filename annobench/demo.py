@@ -112,14 +112,15 @@ for months before a launch window opened.</p>
 }
 
 PAGE_MAP = [
-    ("astronaut", "space", "../images/astronaut.jpg"),
-    ("rocket", "space", "../images/rocket.jpg"),
-    ("coffee", "kitchen", "/demo/images/coffee.jpg"),
-    ("chelsea", "kitchen", "../images/chelsea.jpg"),
-    ("camera", "collection", "../images/camera.png"),
-    ("coins", "collection", "../images/coins.png"),
-    ("logo", "collection", "../images/logo.png"),
-    ("astronaut", "collection", "../images/astronaut.jpg"),
+    ("astronaut", "space.html", "../images/astronaut.jpg"),
+    ("rocket", "space.html", "../images/rocket.jpg"),
+    ("coffee", "kitchen.html", "/demo/images/coffee.jpg"),
+    ("chelsea", "kitchen.html", "../images/chelsea.jpg"),
+    ("camera", "collection.html", "../images/camera.png"),
+    ("coins", "collection.html", "../images/coins.png"),
+    ("logo", "collection.html", "../images/logo.png"),
+    ("astronaut", "collection.html", "../images/astronaut.jpg"),
+    ("truncated", "collection.html", "../images/truncated.jpg"),  # not in the page: reported
 ]
 
 

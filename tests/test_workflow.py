@@ -21,7 +21,7 @@ import yaml
 from annobench.dsift import KINDS
 from annobench.resize import read_stored
 
-from conftest import REPO, REAL_IMAGES, bsds_photos, require_shared, run_snakemake, tree_bytes, write_image_list
+from conftest import REAL, REPO, REAL_IMAGES, bsds_photos, require_shared, run_snakemake, tree_bytes, write_image_list
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +31,11 @@ SMALL_CODEBOOKS = {"bow": {"words": 50, "iterations": 10}}
 
 
 def write_config(workdir: Path, **sections) -> Path:
+    """A config for a build in `workdir`; no pages unless the test gives some."""
+    config = {"output": "out", "features": SMALL_CODEBOOKS, **sections}
+    config["input"] = {"page_map": "", **sections.get("input", {})}
     path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump({"output": "out", "features": SMALL_CODEBOOKS, **sections}))
+    path.write_text(yaml.safe_dump(config))
     return path
 
 
@@ -53,7 +56,8 @@ def planned_jobs(workdir: Path, config: Path, *extra: str) -> dict[str, int]:
 
 def test_demo_build(tmp_path):
     demo = REPO / "demo"
-    config = write_config(tmp_path, input={"images": str(demo / "images")}, features={})  # default codebooks
+    config = write_config(tmp_path, features={}, input={  # default codebooks
+        "images": str(demo / "images"), "pages": str(demo / "pages"), "page_map": str(demo / "pages" / "mapping.csv")})
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
     out = tmp_path / "out"
     images = pd.read_parquet(out / "tables" / "images")
@@ -79,6 +83,12 @@ def test_demo_build(tmp_path):
         vectors = np.stack(pq.read_table(out / "tables" / f"bow_{kind}").column("vector").to_numpy(zero_copy_only=False))
         assert vectors.shape == (8, 5000)
         np.testing.assert_allclose(vectors.reshape(8, 5, 1000).sum(axis=2), 1.0, rtol=1e-5)
+    terms = pd.read_parquet(out / "tables" / "text_terms")
+    assert set(terms.image_id) == set(images.image_id) - {"astronaut_copy"}  # the copy is on no page
+    assert pd.read_parquet(out / "tables" / "text_rejects").image_id.tolist() == ["truncated"]
+    assert pd.read_parquet(out / "tables" / "pages").status.tolist() == ["ok", "ok", "ok"]
+    first = (out / "exports" / "text.scofeat").read_text().splitlines()[0].split()
+    assert first[0] == "astronaut" and int(first[1]) == (len(first) - 2) // 2 == (terms.image_id == "astronaut").sum()
     log = (out / "logs" / "ingest" / "shard-00000.log").read_text()
     assert "9/9 (100.0%)" in log and "1 rejected" in log
     assert "Nothing to be done" in run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config)).stdout
@@ -171,6 +181,23 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
     shutil.copy(photos[20], images / photos[20].name)
     jobs = planned_jobs(tmp_path, config)
     assert jobs["ingest_shard"] == 1 and jobs["feature_gist"] == 1
+
+
+def test_text_tables_are_the_same_bytes_with_one_or_two_cores(tmp_path):
+    from annobench.page_map import derive_mapping, write_mapping
+
+    pages = require_shared(REAL / "pages" / "kiwix_wikipedia")
+    write_mapping(derive_mapping(pages), tmp_path / "mapping.csv", tmp_path / "images.csv", pages)
+    trees = []
+    for cores in ("1", "2"):
+        workdir = tmp_path / f"cores{cores}"
+        workdir.mkdir()
+        config = write_config(workdir, sharding={"images_per_shard": 16}, input={
+            "image_list": str(tmp_path / "images.csv"), "pages": str(pages), "page_map": str(tmp_path / "mapping.csv")})
+        run_snakemake(workdir, "text_all", "--cores", cores, "--configfile", str(config))
+        trees.append(tree_bytes(workdir / "out"))
+    assert sum(name.startswith("tables/text_terms/") for name in trees[0]) == 8
+    assert trees[0] == trees[1]
 
 
 def test_id_collision_stops_the_workflow_with_a_clear_error(tmp_path):

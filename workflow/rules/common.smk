@@ -12,6 +12,7 @@ from annobench.config import ingest_params
 from annobench.features import FEATURES
 from annobench.fingerprint import code_fingerprint, params_hash
 from annobench.inventory import InventoryError, build_inventory
+from annobench.text_stage import TEXT_TABLES, build_text_plan
 
 OUT = config["output"]
 
@@ -21,6 +22,15 @@ except InventoryError as error:
     raise WorkflowError(f"cannot list the input images: {error}")
 
 SHARDS = layout.shard_ids(INVENTORY.n_shards)
+
+try:
+    TEXT_PLAN = (
+        build_text_plan(config["input"]["page_map"], config["input"]["pages"], INVENTORY.n_shards)
+        if config["input"]["page_map"]
+        else None
+    )
+except InventoryError as error:
+    raise WorkflowError(f"cannot read the page mapping: {error}")
 logger.info(f"annobench: {INVENTORY.n_images} images in {INVENTORY.n_shards} shard(s) -> {OUT}")
 
 

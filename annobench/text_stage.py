@@ -1,0 +1,253 @@
+"""Text features for the workflow: the page mapping, one image shard's pages, the tables.
+
+The mapping (image_id, page_id, img_src[, page_url]) says where each image
+appeared; page_id is the page file's path under the pages folder. Work is
+split by image shard (the shard of the image_id, as for every other table),
+so a page is parsed by each shard that has an image on it; its cleaned copy
+and its `pages` row are written once, by its owner: the shard of the
+smallest image_id on it.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from annobench import layout
+from annobench.inventory import InventoryError, shard_of
+from annobench.pages import PageLimits, PageRejected, read_page
+from annobench.progress import Progress
+from annobench.tables import field as column, rows_to_table, write_table
+from annobench.text_features import (
+    TextParams, occurrence_scores, occurrences, page_base, page_words, top_terms,
+)
+
+TEXT_TABLES = ("text_terms", "image_urls", "pages", "pages_xml", "text_rejects")
+
+SCHEMAS = {
+    "text_terms": pa.schema([
+        column("image_id", pa.string(), "key of the image"),
+        column("term", pa.string(), "a term near the image"),
+        column("score", pa.float32(), "normalised weight: an image's scores sum to 1 over all its terms"),
+        column("rank", pa.int16(), "1 = the term with the highest score"),
+    ]),
+    "image_urls": pa.schema([
+        column("image_id", pa.string(), "key of the image"),
+        column("page_id", pa.string(), "page the image appeared in (path under the pages folder)"),
+        column("img_src", pa.string(), "the src exactly as written in the page"),
+        column("url", pa.string(), "img_src resolved against the page's address", nullable=True),
+        column("occurrences", pa.int32(), "<img> elements of the page showing it"),
+    ]),
+    "pages": pa.schema([
+        column("page_id", pa.string(), "path of the page under the pages folder"),
+        column("encoding", pa.string(), "character encoding the page was read with", nullable=True),
+        column("title", pa.string(), "text of the page's <title>", nullable=True),
+        column("status", pa.string(), "ok, or why the page could not be used"),
+    ]),
+    "pages_xml": pa.schema([
+        column("page_id", pa.string(), "path of the page under the pages folder"),
+        column("xml", pa.string(), "the page as well-formed XML, without scripts, styles and comments"),
+    ]),
+    "text_rejects": pa.schema([
+        column("image_id", pa.string(), "key of the image"),
+        column("page_id", pa.string(), "the page concerned"),
+        column("reason", pa.string(), "why the image has no text from this page"),
+    ]),
+}
+
+
+@dataclass(frozen=True)
+class MappingRow:
+    image_id: str
+    page_id: str
+    img_src: str
+    page_url: str = ""
+
+
+@dataclass
+class TextPlan:
+    n_shards: int
+    shards: list[list[MappingRow]]
+    owners: dict[str, int]  # page_id -> shard that writes its copy
+    pages_dir: Path
+    _fingerprints: dict[int, str] = field(default_factory=dict, repr=False)
+
+    def fingerprint(self, shard: int) -> str:
+        """Mapping rows of the shard and size/mtime of their pages: what decides its outputs."""
+        if shard not in self._fingerprints:
+            digest = hashlib.sha256(f"shards={self.n_shards}\n".encode())
+            for row in self.shards[shard]:
+                digest.update(f"{row.image_id}\t{row.page_id}\t{row.img_src}\t{row.page_url}\t".encode())
+                digest.update(f"{_page_state(self.pages_dir / row.page_id)}\n".encode())
+            self._fingerprints[shard] = digest.hexdigest()
+        return self._fingerprints[shard]
+
+
+def _page_state(path: Path) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def read_mapping(path: Path | str) -> list[MappingRow]:
+    path = Path(path)
+    if not path.is_file():
+        raise InventoryError(f"page mapping {path} does not exist")
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        missing = {"image_id", "page_id", "img_src"} - set(reader.fieldnames or [])
+        if missing:
+            raise InventoryError(f"page mapping {path} needs columns image_id,page_id,img_src; missing {sorted(missing)}")
+        rows = [
+            MappingRow(r["image_id"], r["page_id"], r["img_src"], (r.get("page_url") or "").strip())
+            for r in reader
+        ]
+    bad = [r for r in rows if not r.image_id or not r.page_id or ".." in Path(r.page_id).parts]
+    if bad:
+        raise InventoryError(f"page mapping {path}: unusable row {bad[0]} (empty id or a page outside the folder)")
+    return rows
+
+
+def build_text_plan(mapping_path: Path | str, pages_dir: Path | str, n_shards: int) -> TextPlan:
+    rows = sorted(set(read_mapping(mapping_path)), key=lambda r: (r.image_id, r.page_id, r.img_src, r.page_url))
+    shards: list[list[MappingRow]] = [[] for _ in range(n_shards)]
+    owners: dict[str, int] = {}
+    for row in rows:  # sorted by image_id: the first image seen on a page is its smallest
+        shard = shard_of(row.image_id, n_shards)
+        shards[shard].append(row)
+        owners.setdefault(row.page_id, shard)
+    return TextPlan(n_shards=n_shards, shards=shards, owners=owners, pages_dir=Path(pages_dir))
+
+
+@dataclass
+class TextResult:
+    tables: dict[str, list[dict]]
+    terms_by_image: dict[str, list[tuple[str, float]]]
+
+
+def extract_text(
+    rows: list[MappingRow], pages_dir: Path, params: TextParams, limits: PageLimits,
+    owned: Callable[[str], bool] = lambda page_id: True, log: Callable[[str], None] = print,
+    every_seconds: float = 10.0,
+) -> TextResult:
+    """Text features of the images in `rows`, from their pages, with every problem reported."""
+    by_page: dict[str, list[MappingRow]] = defaultdict(list)
+    for row in rows:
+        by_page[row.page_id].append(row)
+    tables: dict[str, list[dict]] = {name: [] for name in TEXT_TABLES}
+    scores: dict[str, dict[str, float]] = {}
+    progress = Progress("text pages", len(by_page), log, every_seconds)
+    for page_id in sorted(by_page):
+        page_rows = by_page[page_id]
+        try:
+            page = read_page(page_id, pages_dir / page_id, limits)
+        except PageRejected as error:
+            tables["text_rejects"].extend(
+                {"image_id": r.image_id, "page_id": page_id, "reason": f"page unusable: {error}"} for r in page_rows
+            )
+            if owned(page_id):
+                tables["pages"].append({"page_id": page_id, "encoding": None, "title": None, "status": str(error)})
+            progress.step(rejected=True)
+            continue
+        if owned(page_id):
+            tables["pages"].append({"page_id": page_id, "encoding": page.encoding, "title": page.title, "status": "ok"})
+            tables["pages_xml"].append({"page_id": page_id, "xml": page.to_xml()})
+        words = page_words(page, params)
+        for row in page_rows:
+            base = page_base(page, row.page_url)
+            found = occurrences(words, row.img_src, base)
+            tables["image_urls"].append({
+                "image_id": row.image_id, "page_id": page_id, "img_src": row.img_src,
+                "url": _resolved(row.img_src, base), "occurrences": len(found),
+            })
+            if not found:
+                tables["text_rejects"].append(
+                    {"image_id": row.image_id, "page_id": page_id, "reason": "img_src not found in the page"}
+                )
+                continue
+            image_scores = scores.setdefault(row.image_id, {})
+            for element in found:
+                for term, value in occurrence_scores(words, element, params).items():
+                    image_scores[term] = image_scores.get(term, 0.0) + value
+        progress.step()
+    terms_by_image = {}
+    for image_id in sorted({r.image_id for r in rows}):
+        ranked = top_terms(scores.get(image_id, {}), params)
+        if image_id in scores and not ranked:
+            tables["text_rejects"].append({"image_id": image_id, "page_id": "", "reason": "no terms near the image"})
+        terms_by_image[image_id] = ranked
+        tables["text_terms"].extend(
+            {"image_id": image_id, "term": term, "score": score, "rank": rank}
+            for rank, (term, score) in enumerate(ranked, start=1)
+        )
+    progress.finish()
+    for name in ("text_rejects", "image_urls"):
+        tables[name].sort(key=lambda r: (r["image_id"], r["page_id"], r.get("img_src", ""), r.get("reason", "")))
+    return TextResult(tables=tables, terms_by_image=terms_by_image)
+
+
+def _resolved(img_src: str, base: str) -> str | None:
+    from annobench.text_features import normalise_url
+
+    try:
+        return normalise_url(img_src, base)
+    except ValueError:
+        return None
+
+
+def write_text_tables(result: TextResult, out_dir: Path | str, shard: int | str, params_hash: str) -> None:
+    for name in TEXT_TABLES:
+        path = Path(out_dir) / layout.table_file(name, shard)
+        write_table(rows_to_table(result.tables[name], SCHEMAS[name]), path, name, params_hash)
+
+
+def run_text_shard(config: dict, shard: int, expected_fingerprint: str, params_hash: str, log_path: Path) -> None:
+    """What the Snakemake rule runs: rebuild the plan, check it is the planned one, extract, write."""
+    from annobench.ingest import ListingChanged
+    from annobench.inventory import build_inventory
+
+    inputs = config["input"]
+    with open(log_path, "w", encoding="utf-8") as log_file:
+        def log(line: str) -> None:
+            log_file.write(line + "\n")
+            log_file.flush()
+
+        plan = build_text_plan(inputs["page_map"], inputs["pages"], build_inventory(config).n_shards)
+        if plan.fingerprint(shard) != expected_fingerprint:
+            raise ListingChanged(f"the pages or mapping rows of shard {shard} changed after the workflow was planned")
+        result = extract_text(
+            plan.shards[shard], Path(inputs["pages"]), TextParams.from_config(config["text"]),
+            PageLimits.from_config(config["text"]), owned=lambda page_id: plan.owners[page_id] == shard,
+            log=log, every_seconds=config["progress"]["log_every_seconds"],
+        )
+        write_text_tables(result, config["output"], shard, params_hash)
+
+
+def write_scofeat(text_terms_tables: list[str], out_path: Path | str, iids_path: Path | str) -> int:
+    """The legacy WEBUPV `.scofeat` of all images (sorted by id) and the matching `*_iids.txt`."""
+    import pyarrow.parquet as pq
+
+    from annobench.fsutil import write_bytes_atomic
+    from annobench.text_features import scofeat_line
+
+    lines: dict[str, str] = {}
+    for path in text_terms_tables:
+        table = pq.read_table(path).to_pydict()
+        by_image: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        for image_id, term, score in zip(table["image_id"], table["term"], table["score"]):
+            by_image[image_id].append((term, score))  # rows are in rank order
+        for image_id, terms in by_image.items():
+            lines[image_id] = scofeat_line(image_id, terms)
+    order = sorted(lines)
+    write_bytes_atomic(out_path, "".join(lines[i] + "\n" for i in order).encode("utf-8"))
+    write_bytes_atomic(iids_path, "".join(i + "\n" for i in order).encode("utf-8"))
+    return len(order)

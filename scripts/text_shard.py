@@ -1,0 +1,16 @@
+"""Snakemake entry point of rule text_shard; the work is in annobench.text_stage."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+from annobench.text_stage import run_text_shard  # noqa: E402
+
+run_text_shard(
+    config=snakemake.config,
+    shard=int(snakemake.wildcards.shard),
+    expected_fingerprint=snakemake.params.listing,
+    params_hash=snakemake.params.params_hash,
+    log_path=Path(snakemake.log[0]),
+)

@@ -1,0 +1,44 @@
+# Near-image text features (SPEC 4): per image shard, from the pages its images appeared in.
+
+
+rule text_shard:
+    input:
+        mapping=config["input"]["page_map"],
+    output:
+        **{name: out(layout.table_file(name, "{shard}")) for name in TEXT_TABLES},
+    log:
+        out(layout.log_file("text", "{shard}")),
+    params:
+        listing=lambda wildcards: TEXT_PLAN.fingerprint(int(wildcards.shard)),
+        settings=config["text"],
+        params_hash=params_hash(config["text"]),
+        code=script_code("text_shard.py"),
+    resources:
+        # A page may be up to max_page_bytes; its DOM takes some ten times that.
+        mem_mb=1024 + (12 * config["text"]["max_page_bytes"]) // 2**20,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/text_shard.py"
+
+
+rule text_scofeat:
+    input:
+        expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS),
+    output:
+        scofeat=out("exports/text.scofeat"),
+        iids=out("exports/text_iids.txt"),
+    log:
+        out("logs/text_scofeat.log"),
+    params:
+        code=script_code("text_scofeat.py"),
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/text_scofeat.py"
+
+
+rule text_all:
+    input:
+        expand(out(layout.table_file("{table}", "{shard}")), table=TEXT_TABLES, shard=SHARDS) if TEXT_PLAN else [],
+        rules.text_scofeat.output if TEXT_PLAN else [],
