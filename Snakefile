@@ -20,6 +20,7 @@ include: "workflow/rules/ingest.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/bow.smk"
 include: "workflow/rules/text.smk"
+include: "workflow/rules/regions.smk"
 
 
 rule all:
@@ -30,3 +31,4 @@ rule all:
         rules.features_all.input,
         rules.bow_all.input,
         rules.text_all.input,
+        rules.regions_all.input,

@@ -125,6 +125,49 @@ def _pages_map(args: argparse.Namespace) -> int:
     return 0
 
 
+def _regions(args: argparse.Namespace) -> int:
+    """Segmentation import, region features and relations for a folder, outside Snakemake (one shard)."""
+    from annobench.config import load_config
+    from annobench.decode import DecodeLimits, oriented_size
+    from annobench.fingerprint import params_hash
+    from annobench.inventory import InventoryError, walk_image_folder, check_unique_ids
+    from annobench.region_stage import (
+        REGION_TABLES, process_segmentations, read_ontology, region_statistics, saiapr_exports,
+    )
+
+    config = load_config(args.configfile)
+    try:
+        sources = walk_image_folder(Path(args.images), config["ingest"]["extensions"])
+        check_unique_ids(sources)
+    except InventoryError as error:
+        print(f"annobench: {error}", file=sys.stderr)
+        return 2
+    images = {s.image_id: s.path for s in sources}
+    sizes = {image_id: size for image_id, path in images.items() if (size := oriented_size(path))}
+    parents = read_ontology(args.ontology) if args.ontology else {}
+    options = {"annotator": args.annotator} if args.kind == "bsds" else {}
+    out = Path(args.out)
+    result = process_segmentations(
+        args.kind, args.masks, images, sizes, options, args.stripe_fraction, parents,
+        DecodeLimits.from_config(config["ingest"]), wanted=lambda image_id: True, log=lambda line: None,
+    )
+    from annobench.region_stage import write_region_outputs
+
+    settings = {"kind": args.kind, "annotator": args.annotator, "stripe_fraction": args.stripe_fraction}
+    tables = {name: str(out / "tables" / name / "shard-00000.parquet") for name in REGION_TABLES}
+    write_region_outputs(result, tables, out / "segmentations" / "shard-00000", params_hash(settings))
+    stats = {name: str(out / "tables" / "region_stats" / f"{name}.parquet")
+             for name in ("label_frequencies", "regions_per_image", "relation_frequencies")}
+    summary = region_statistics([tables["regions"]], [tables["region_features"]], [tables["spatial_relations"]],
+                                stats, str(out / "reports" / "top_labels.png"), params_hash(settings))
+    saiapr_exports([tables["regions"]], [tables["region_features"]], [tables["spatial_relations"]],
+                   str(out / "exports" / "saiapr" / "features.txt"), str(out / "exports" / "saiapr" / "labels.txt"),
+                   str(out / "exports" / "saiapr" / "relations.txt"))
+    print(f"{summary['segmentations']} segmentations, {summary['regions']} regions, "
+          f"{len(result.tables['segmentation_rejects'])} rejects rows -> {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annobench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
@@ -162,6 +205,18 @@ def build_parser() -> argparse.ArgumentParser:
     pages_map.add_argument("--pages", required=True)
     pages_map.add_argument("--out", required=True, help="folder for mapping.csv, images.csv, unresolved.csv")
     pages_map.set_defaults(run=_pages_map)
+
+    regions = commands.add_parser("regions", help="region features and spatial relations of segmented images")
+    regions.add_argument("--kind", required=True, choices=["canonical", "saiapr", "msrc", "bsds", "coco", "labelme"])
+    regions.add_argument("--images", required=True, help="folder of the images (image_id = file stem)")
+    regions.add_argument("--masks", required=True, help="the segmentations, as the kind lays them out")
+    regions.add_argument("--out", required=True, help="folder for the tables, label maps, statistics and exports")
+    regions.add_argument("--annotator", default="all", type=lambda v: v if v == "all" else int(v),
+                         help="bsds: all, or one annotator's number")
+    regions.add_argument("--stripe-fraction", type=float, default=0.2)
+    regions.add_argument("--ontology", default=None, help="CSV child,parent")
+    regions.add_argument("--configfile", default=None)
+    regions.set_defaults(run=_regions)
 
     demo = commands.add_parser("demo", help="(re)write the embedded demo dataset")
     demo.add_argument("--out", default="demo", help="folder to write (default: demo)")

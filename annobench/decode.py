@@ -109,6 +109,19 @@ def decode_image(data: bytes, limits: DecodeLimits) -> DecodedImage:
     )
 
 
+def oriented_size(path) -> tuple[int, int] | None:
+    """(height, width) as decode_image would give them, from the header only; None if unreadable."""
+    Image.MAX_IMAGE_PIXELS = None
+    try:
+        with warnings.catch_warnings(), Image.open(path) as image:
+            warnings.simplefilter("ignore")
+            width, height = image.size
+            orientation = _exif_orientation(image, [])
+    except Exception:
+        return None
+    return (width, height) if orientation in (5, 6, 7, 8) else (height, width)
+
+
 def _describe(exc: Exception) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:200]

@@ -21,6 +21,21 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 PACKAGE = PACKAGE_DIR.name
 
 
+def folder_state(path: str | Path) -> str:
+    """Hash of the names, sizes and modification times of every file under a folder (or of one file)."""
+    import os
+
+    root = Path(path)
+    if not str(path) or not root.exists():
+        return "absent"
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        st = os.stat(file)
+        digest.update(f"{file.relative_to(root) if file != root else file.name}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def params_hash(params: object) -> str:
     """Stable hash of a JSON-serialisable parameter structure."""
     canonical = json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

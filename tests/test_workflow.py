@@ -33,7 +33,7 @@ SMALL_CODEBOOKS = {"bow": {"words": 50, "iterations": 10}}
 def write_config(workdir: Path, **sections) -> Path:
     """A config for a build in `workdir`; no pages unless the test gives some."""
     config = {"output": "out", "features": SMALL_CODEBOOKS, **sections}
-    config["input"] = {"page_map": "", **sections.get("input", {})}
+    config["input"] = {"page_map": "", "segmentations": "", **sections.get("input", {})}
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -57,7 +57,8 @@ def planned_jobs(workdir: Path, config: Path, *extra: str) -> dict[str, int]:
 def test_demo_build(tmp_path):
     demo = REPO / "demo"
     config = write_config(tmp_path, features={}, input={  # default codebooks
-        "images": str(demo / "images"), "pages": str(demo / "pages"), "page_map": str(demo / "pages" / "mapping.csv")})
+        "images": str(demo / "images"), "pages": str(demo / "pages"), "page_map": str(demo / "pages" / "mapping.csv"),
+        "segmentations": str(demo / "segmentations")})
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
     out = tmp_path / "out"
     images = pd.read_parquet(out / "tables" / "images")
@@ -89,6 +90,12 @@ def test_demo_build(tmp_path):
     assert pd.read_parquet(out / "tables" / "pages").status.tolist() == ["ok", "ok", "ok"]
     first = (out / "exports" / "text.scofeat").read_text().splitlines()[0].split()
     assert first[0] == "astronaut" and int(first[1]) == (len(first) - 2) // 2 == (terms.image_id == "astronaut").sum()
+    regions = pd.read_parquet(out / "tables" / "regions")
+    assert regions.groupby("image_id").size().to_dict() == {"astronaut": 5, "coins": 24}
+    relations = pd.read_parquet(out / "tables" / "spatial_relations")
+    assert len(relations) == 5 * 4 + 24 * 23
+    assert len(pd.read_parquet(out / "tables" / "region_features")) == 29
+    assert (out / "exports" / "saiapr" / "features.txt").read_text().count("\n") == 29
     log = (out / "logs" / "ingest" / "shard-00000.log").read_text()
     assert "9/9 (100.0%)" in log and "1 rejected" in log
     assert "Nothing to be done" in run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config)).stdout

@@ -10,9 +10,10 @@ from annobench import layout
 from annobench.bow import sampling_plan
 from annobench.config import ingest_params
 from annobench.features import FEATURES
-from annobench.fingerprint import code_fingerprint, params_hash
+from annobench.fingerprint import code_fingerprint, folder_state, params_hash
 from annobench.inventory import InventoryError, build_inventory
 from annobench.text_stage import TEXT_TABLES, build_text_plan
+from annobench.region_stage import REGION_TABLES
 
 OUT = config["output"]
 
@@ -31,6 +32,9 @@ try:
     )
 except InventoryError as error:
     raise WorkflowError(f"cannot read the page mapping: {error}")
+
+# Regions rerun when any file of the segmentation source changes (size or mtime).
+SEGMENTATION_STATE = folder_state(config["input"]["segmentations"])
 logger.info(f"annobench: {INVENTORY.n_images} images in {INVENTORY.n_shards} shard(s) -> {OUT}")
 
 

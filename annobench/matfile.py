@@ -1,0 +1,254 @@
+"""A small reader for MATLAB level-5 .mat files, in numpy only.
+
+The segmentation sources (SAIAPR TC-12 masks, MSRC-v2 cleaned maps, BSDS500
+ground truth) ship as MATLAB v5 files; scipy is not a dependency, so this
+module reads the subset of the format they use: zlib-compressed elements,
+numeric and logical arrays (real or complex), char arrays, cell arrays and
+structs. Sparse matrices, objects and function handles raise `MatFileError`,
+as does a v7.3 file (HDF5, which starts with the same text header).
+
+`write_mat` writes numeric, logical and char variables (the legacy SAIAPR
+exports, and test inputs), compressed like MATLAB's own v7 files.
+
+Values come back as MATLAB shapes them (2-D at least, column-major order
+kept): numeric and logical arrays as numpy arrays of the stored class, char
+arrays as `str` (one row) or an array of row strings, cell arrays as object
+arrays, struct arrays as object arrays of `dict` (field -> value).
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+HEADER_BYTES = 128
+
+# Data element types (miXXX) and the numpy type each stores.
+MI_MATRIX = 14
+MI_COMPRESSED = 15
+MI_DTYPES = {
+    1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4",
+    7: "f4", 9: "f8", 12: "i8", 13: "u8", 16: "u1", 17: "u2", 18: "u4",
+}
+MI_UTF8 = 16
+
+# Array classes (mxXXX) and the numpy type of each numeric class.
+MX_CELL, MX_STRUCT, MX_CHAR = 1, 2, 4
+MX_DTYPES = {
+    6: "f8", 7: "f4", 8: "i1", 9: "u1", 10: "i2", 11: "u2",
+    12: "i4", 13: "u4", 14: "i8", 15: "u8",
+}
+FLAG_COMPLEX, FLAG_LOGICAL = 0x0800, 0x0200
+
+NUMPY_TO_CLASS = {np.dtype(v): k for k, v in MX_DTYPES.items()}
+NUMPY_TO_MI = {np.dtype(v): k for k, v in MI_DTYPES.items() if k < MI_UTF8}
+
+
+class MatFileError(ValueError):
+    """The file is not a MATLAB v5 file this reader understands."""
+
+
+def read_mat(source: Path | str | bytes) -> dict[str, object]:
+    """All named variables of a v5 .mat file (path or its bytes)."""
+    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    order = _byte_order(data)
+    variables: dict[str, object] = {}
+    for mi_type, payload in _elements(data, HEADER_BYTES, len(data), order):
+        if mi_type == MI_COMPRESSED:
+            try:
+                payload = zlib.decompress(payload)
+            except zlib.error as exc:
+                raise MatFileError(f"corrupt compressed element: {exc}") from None
+            mi_type, payload = next(_elements(payload, 0, len(payload), order))
+        if mi_type != MI_MATRIX or not payload:
+            continue  # e.g. the subsystem data of a file that stores objects
+        try:
+            name, value = _matrix(payload, order)
+        except MatFileError:
+            raise
+        except Exception as exc:  # a truncated or inconsistent element
+            raise MatFileError(f"malformed variable: {exc!r}") from None
+        variables[name] = value
+    return variables
+
+
+def only_2d_array(variables: dict[str, object]) -> np.ndarray:
+    """The one 2-D numeric array among a file's variables (what a mask file holds)."""
+    arrays = [v for v in variables.values() if isinstance(v, np.ndarray) and v.ndim == 2 and v.dtype != object]
+    if len(arrays) != 1:
+        raise MatFileError(f"expected one 2-D numeric variable, found {len(arrays)} among {sorted(variables)}")
+    return arrays[0]
+
+
+def _byte_order(data: bytes) -> str:
+    if len(data) < HEADER_BYTES or not data.startswith(b"MATLAB"):
+        raise MatFileError("not a MATLAB .mat file")
+    indicator = data[126:128]
+    if indicator == b"IM":
+        order = "<"
+    elif indicator == b"MI":
+        order = ">"
+    else:
+        raise MatFileError("unknown byte-order indicator")
+    version = int.from_bytes(data[124:126], "little" if order == "<" else "big")
+    if version != 0x0100:
+        raise MatFileError(f"unsupported .mat version 0x{version:04x} (v7.3 files are HDF5)")
+    return order
+
+
+def _elements(data: bytes, start: int, end: int, order: str):
+    """Yield (type, payload bytes) for each data element in data[start:end]."""
+    pos = start
+    while pos + 8 <= end:
+        first = int(np.frombuffer(data, f"{order}u4", 1, pos)[0])
+        if first >> 16:  # small data element: type, size and up to 4 bytes in 8
+            mi_type, size = first & 0xFFFF, first >> 16
+            yield mi_type, data[pos + 4:pos + 4 + size]
+            pos += 8
+            continue
+        size = int(np.frombuffer(data, f"{order}u4", 1, pos + 4)[0])
+        if pos + 8 + size > end:
+            raise MatFileError("data element runs past the end of the file")
+        yield first, data[pos + 8:pos + 8 + size]
+        # Compressed elements are not padded; everything else is to 8 bytes.
+        pos += 8 + (size if first == MI_COMPRESSED else -(-size // 8) * 8)
+
+
+def _numbers(mi_type: int, payload: bytes, order: str) -> np.ndarray:
+    if mi_type not in MI_DTYPES:
+        raise MatFileError(f"unsupported data type {mi_type}")
+    return np.frombuffer(payload, f"{order}{MI_DTYPES[mi_type]}")
+
+
+def _matrix(payload: bytes, order: str) -> tuple[str, object]:
+    """Decode one miMATRIX element's payload into (name, value)."""
+    parts = _elements(payload, 0, len(payload), order)
+    flags = _numbers(*next(parts), order)
+    mx_class, flag_bits = int(flags[0]) & 0xFF, int(flags[0])
+    shape = tuple(int(d) for d in _numbers(*next(parts), order))
+    name = bytes(_numbers(*next(parts), order).astype(np.uint8)).decode("latin-1")
+    if mx_class in MX_DTYPES:
+        return name, _numeric(parts, shape, mx_class, flag_bits, order)
+    if mx_class == MX_CHAR:
+        return name, _chars(next(parts, (2, b"")), shape, order)
+    if mx_class == MX_CELL:
+        return name, _cells(parts, shape, order)
+    if mx_class == MX_STRUCT:
+        return name, _structs(parts, shape, order)
+    raise MatFileError(f"unsupported array class {mx_class} for variable {name!r}")
+
+
+def _numeric(parts, shape: tuple[int, ...], mx_class: int, flag_bits: int, order: str) -> np.ndarray:
+    # Values may be stored in a smaller type than their class (a double
+    # array of small integers is written as miUINT8): cast to the class.
+    dtype = np.dtype(MX_DTYPES[mx_class])
+    values = _numbers(*next(parts), order).astype(dtype)
+    if flag_bits & FLAG_COMPLEX:
+        values = values + 1j * _numbers(*next(parts), order).astype(dtype)
+    if flag_bits & FLAG_LOGICAL:
+        values = values.astype(bool)
+    return _shaped(values, shape)
+
+
+def _shaped(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if values.size != int(np.prod(shape)):
+        raise MatFileError(f"{values.size} values for an array of shape {shape}")
+    return values.reshape(shape, order="F")
+
+
+def _chars(element: tuple[int, bytes], shape: tuple[int, ...], order: str) -> object:
+    mi_type, payload = element
+    if mi_type == MI_UTF8:
+        text = payload.decode("utf-8")
+        codes = np.array([ord(c) for c in text], dtype=np.uint32)
+    else:
+        codes = _numbers(mi_type, payload, order).astype(np.uint32)
+    grid = _shaped(codes, shape)
+    if grid.ndim != 2:
+        return grid
+    rows = ["".join(map(chr, row)) for row in grid]
+    return rows[0] if len(rows) == 1 else np.array(rows, dtype=object)
+
+
+def _cells(parts, shape: tuple[int, ...], order: str) -> np.ndarray:
+    cells = np.empty(int(np.prod(shape)), dtype=object)
+    for k in range(cells.size):
+        mi_type, payload = next(parts)
+        cells[k] = _matrix(payload, order)[1] if payload else np.zeros((0, 0))
+    return cells.reshape(shape, order="F")
+
+
+def _structs(parts, shape: tuple[int, ...], order: str) -> np.ndarray:
+    name_length = int(_numbers(*next(parts), order)[0])
+    raw_names = bytes(_numbers(*next(parts), order).astype(np.uint8))
+    fields = [
+        raw_names[k:k + name_length].split(b"\0", 1)[0].decode("latin-1")
+        for k in range(0, len(raw_names), name_length)
+    ]
+    structs = np.empty(int(np.prod(shape)), dtype=object)
+    for k in range(structs.size):
+        record = {}
+        for field_name in fields:
+            mi_type, payload = next(parts)
+            record[field_name] = _matrix(payload, order)[1] if payload else np.zeros((0, 0))
+        structs[k] = record
+    return structs.reshape(shape, order="F")
+
+
+def write_mat(
+    path: Path | str, variables: dict[str, object], compress: bool = True, byte_order: str = "<"
+) -> None:
+    """Write numeric/logical arrays (any ndim, stored column-major) and strings as a v5 file."""
+    header = f"MATLAB 5.0 MAT-file, Platform: annobench, Created on: {time.asctime()}".encode()
+    indicator = b"IM" if byte_order == "<" else b"MI"
+    parts = [header.ljust(116, b" ")[:116], b"\0" * 8, np.array(0x0100, f"{byte_order}u2").tobytes(), indicator]
+    for name, value in variables.items():
+        element = _element(MI_MATRIX, _matrix_payload(name, value, byte_order), byte_order)
+        if compress:
+            data = zlib.compress(element)
+            element = _tag(MI_COMPRESSED, len(data), byte_order) + data
+        parts.append(element)
+    Path(path).write_bytes(b"".join(parts))
+
+
+def _tag(mi_type: int, size: int, order: str) -> bytes:
+    return np.array([mi_type, size], f"{order}u4").tobytes()
+
+
+def _element(mi_type: int, payload: bytes, order: str) -> bytes:
+    return _tag(mi_type, len(payload), order) + payload + b"\0" * (-len(payload) % 8)
+
+
+def _matrix_payload(name: str, value: object, order: str) -> bytes:
+    if isinstance(value, str):
+        array = np.array([[ord(c) for c in value]], dtype=np.uint16).reshape(1, len(value))
+        mx_class, flags, data = MX_CHAR, 0, [(4, array)]  # miUINT16 characters
+    else:
+        array = np.asarray(value)
+        if array.ndim < 2:
+            array = array.reshape(1, -1)
+        flags = FLAG_LOGICAL if array.dtype == bool else 0
+        if array.dtype == bool:
+            array = array.astype(np.uint8)
+        if np.iscomplexobj(array):
+            flags |= FLAG_COMPLEX
+            real_dtype = array.real.dtype
+            data = [(NUMPY_TO_MI[real_dtype], array.real), (NUMPY_TO_MI[real_dtype], array.imag)]
+            array = array.real
+        else:
+            data = [(NUMPY_TO_MI[array.dtype], array)]
+        if array.dtype not in NUMPY_TO_CLASS:
+            raise MatFileError(f"cannot write arrays of type {array.dtype}")
+        mx_class = NUMPY_TO_CLASS[array.dtype]
+    payload = [
+        _element(6, np.array([mx_class | flags, 0], f"{order}u4").tobytes(), order),
+        _element(5, np.array(array.shape, f"{order}i4").tobytes(), order),
+        _element(1, name.encode("latin-1"), order),
+    ]
+    for mi_type, values in data:
+        column_major = np.asarray(values).astype(values.dtype.newbyteorder(order)).ravel(order="F")
+        payload.append(_element(mi_type, column_major.tobytes(), order))
+    return b"".join(payload)

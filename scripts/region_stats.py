@@ -1,0 +1,21 @@
+"""Snakemake entry point of rule region_stats; the work is in annobench.region_stage."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+from annobench.region_stage import region_statistics, saiapr_exports  # noqa: E402
+
+out = snakemake.output
+with open(snakemake.log[0], "w", encoding="utf-8") as log:
+    summary = region_statistics(
+        list(snakemake.input.regions), list(snakemake.input.features), list(snakemake.input.relations),
+        {name: out[name] for name in ("label_frequencies", "regions_per_image", "relation_frequencies")},
+        out.figure, snakemake.params.params_hash,
+    )
+    log.write(f"{summary}\n")
+    rows = saiapr_exports(list(snakemake.input.regions), list(snakemake.input.features),
+                          list(snakemake.input.relations), out.saiapr_features, out.saiapr_labels,
+                          out.saiapr_relations)
+    log.write(f"{rows} regions exported in SAIAPR form\n")

@@ -1,0 +1,20 @@
+"""Snakemake entry point of rule regions_shard; the work is in annobench.region_stage."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+from annobench.region_stage import REGION_TABLES, run_regions_shard  # noqa: E402
+from annobench.inventory import build_inventory  # noqa: E402
+
+run_regions_shard(
+    config=snakemake.config,
+    shard=int(snakemake.wildcards.shard),
+    n_shards=build_inventory(snakemake.config).n_shards,
+    images_table=snakemake.input.images,
+    table_paths={name: snakemake.output[name] for name in REGION_TABLES},
+    maps_dir=snakemake.output.maps,
+    params_hash=snakemake.params.params_hash,
+    log_path=Path(snakemake.log[0]),
+)

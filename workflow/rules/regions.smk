@@ -1,0 +1,52 @@
+# Region-level data (SPEC 1, 5, 6): per image shard, from input.segmentations and the raw images.
+
+
+rule regions_shard:
+    input:
+        images=out(layout.table_file("images", "{shard}")),
+    output:
+        **{name: out(layout.table_file(name, "{shard}")) for name in REGION_TABLES},
+        maps=directory(out("segmentations/shard-{shard}")),
+    log:
+        out(layout.log_file("regions", "{shard}")),
+    params:
+        listing=shard_listing,
+        source=SEGMENTATION_STATE,
+        settings=config["segmentations"],
+        params_hash=params_hash(config["segmentations"]),
+        code=script_code("regions_shard.py"),
+    resources:
+        mem_mb=512 + (config["ingest"]["max_pixels"] * 64) // 2**20,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/regions_shard.py"
+
+
+rule region_stats:
+    input:
+        regions=expand(out(layout.table_file("regions", "{shard}")), shard=SHARDS),
+        features=expand(out(layout.table_file("region_features", "{shard}")), shard=SHARDS),
+        relations=expand(out(layout.table_file("spatial_relations", "{shard}")), shard=SHARDS),
+    output:
+        label_frequencies=out("tables/region_stats/label_frequencies.parquet"),
+        regions_per_image=out("tables/region_stats/regions_per_image.parquet"),
+        relation_frequencies=out("tables/region_stats/relation_frequencies.parquet"),
+        figure=out("reports/top_labels.png"),
+        saiapr_features=out("exports/saiapr/features.txt"),
+        saiapr_labels=out("exports/saiapr/labels.txt"),
+        saiapr_relations=out("exports/saiapr/relations.txt"),
+    log:
+        out("logs/region_stats.log"),
+    params:
+        params_hash=params_hash(config["segmentations"]),
+        code=script_code("region_stats.py"),
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/region_stats.py"
+
+
+rule regions_all:
+    input:
+        rules.region_stats.output if config["input"]["segmentations"] else [],
