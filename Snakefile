@@ -21,14 +21,10 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/bow.smk"
 include: "workflow/rules/text.smk"
 include: "workflow/rules/regions.smk"
+include: "workflow/rules/release.smk"
 
 
 rule all:
     default_target: True
     input:
-        rules.ingest_all.input,
-        rules.duplicates.output,
-        rules.features_all.input,
-        rules.bow_all.input,
-        rules.text_all.input,
-        rules.regions_all.input,
+        rules.release.output,

@@ -168,6 +168,12 @@ def _regions(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    from annobench.release import main_audit
+
+    return main_audit(args.release_dir, args.recompute)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annobench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
@@ -218,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
     regions.add_argument("--configfile", default=None)
     regions.set_defaults(run=_regions)
 
+    audit = commands.add_parser("audit", help="verify a release: hashes, lineage, raw inputs; optionally recompute")
+    audit.add_argument("release_dir")
+    audit.add_argument("--recompute", type=int, default=0, metavar="N",
+                       help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
+    audit.set_defaults(run=_audit)
+
     demo = commands.add_parser("demo", help="(re)write the embedded demo dataset")
     demo.add_argument("--out", default="demo", help="folder to write (default: demo)")
     demo.set_defaults(run=_demo)
@@ -225,6 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    # One BLAS thread, as every workflow job has: sums in the same order give the same bytes.
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
     from annobench.config import ConfigError
 
     args = build_parser().parse_args(argv)

@@ -112,8 +112,11 @@ class ListingChanged(RuntimeError):
     """The raw inputs changed between planning the workflow and running the job."""
 
 
-def run_shard_job(config: dict, shard: int, expected_fingerprint: str, params_hash: str, log_path: Path) -> None:
-    """What the Snakemake rule runs: recompute the shard listing, check it, ingest."""
+def run_shard_job(config: dict, shard: int, expected_fingerprint: str, params_hash: str, log_path: Path) -> list[dict]:
+    """What the Snakemake rule runs: recompute the shard listing, check it, ingest.
+
+    Returns the raw files read, with their hashes, for the provenance record.
+    """
     from annobench.inventory import build_inventory
 
     with open(log_path, "w", encoding="utf-8") as log_file:
@@ -128,4 +131,9 @@ def run_shard_job(config: dict, shard: int, expected_fingerprint: str, params_ha
                 f"the images of shard {shard} changed after the workflow was planned "
                 "(files added, removed or edited); run snakemake again to plan with the new inputs"
             )
-        ingest_shard(inventory.shards[shard], shard, Path(config["output"]), config, params_hash, log)
+        sources = inventory.shards[shard]
+        result = ingest_shard(sources, shard, Path(config["output"]), config, params_hash, log)
+    from annobench.provenance import raw_file
+
+    hashes = {row["image_id"]: row["sha256"] for row in result.images + result.rejects}
+    return [raw_file(s.path, s.source_path, hashes.get(s.image_id), role="image", key=s.image_id) for s in sources]

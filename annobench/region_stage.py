@@ -19,12 +19,13 @@ import pyarrow.parquet as pq
 from annobench.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.fsutil import atomic_path, write_bytes_atomic
 from annobench.progress import Progress
+from annobench.provenance import raw_file
 from annobench.region_features import FEATURE_NAMES, REGION_FEATURES_SCHEMA, feature_rows, region_features, rgb_to_lab
 from annobench.segmentations import (
     REGIONS_SCHEMA, SEGMENTATION_REJECTS_SCHEMA, Segmentation, import_segmentations, write_label_map,
 )
 from annobench.spatial_relations import (
-    SPATIAL_RELATIONS_SCHEMA, relation_frequency_table, relation_rows, saiapr_matrices, spatial_relations,
+    SPATIAL_RELATIONS_SCHEMA, relation_frequency_table, relation_rows, spatial_relations,
 )
 from annobench.tables import field, write_table
 
@@ -144,25 +145,50 @@ def write_region_outputs(result: RegionResult, table_paths: dict[str, str], maps
 
 
 def run_regions_shard(config: dict, shard: int, n_shards: int, images_table: str, table_paths: dict[str, str],
-                      maps_dir: str, params_hash: str, log_path: Path) -> None:
-    """What the Snakemake rule runs: the images of the shard, as ingest found them."""
-    from annobench.inventory import build_inventory, shard_of
+                      maps_dir: str, params_hash: str, log_path: Path) -> list[dict]:
+    """What the Snakemake rule runs: the images of the shard, as ingest found them.
+
+    Returns the raw files read (segmentation source and photos) for the provenance record.
+    """
+    from annobench.inventory import build_inventory
+
+    paths = {s.image_id: s.path for s in build_inventory(config).shards[shard]}
+    with open(log_path, "w", encoding="utf-8") as log_file:
+        rows = regions_for_shard(
+            config, config["input"]["segmentations"], paths, shard, n_shards, images_table, table_paths, maps_dir,
+            params_hash, log=lambda line: (log_file.write(line + "\n"), log_file.flush()),
+        )
+    return raw_segmentation_files(config["input"]["segmentations"]) + [
+        raw_file(paths[i], source, sha, role="image", key=i)
+        for i, source, sha in zip(rows["image_id"], rows["source_path"], rows["sha256"])
+    ]
+
+
+def regions_for_shard(config: dict, segmentation_root: str | Path, paths: dict[str, str], shard: int, n_shards: int,
+                      images_table: str, table_paths: dict[str, str], maps_dir: str, params_hash: str,
+                      log: Callable[[str], None]) -> dict:
+    """Regions of the shard's usable images (the images table), from the raw photos in `paths`."""
+    from annobench.inventory import shard_of
 
     settings = config["segmentations"]
-    inventory = build_inventory(config)
-    paths = {s.image_id: s.path for s in inventory.shards[shard]}
-    rows = pq.read_table(images_table, columns=["image_id", "width", "height"]).to_pydict()
+    rows = pq.read_table(images_table, columns=["image_id", "width", "height", "source_path", "sha256"]).to_pydict()
     sizes = {i: (h, w) for i, w, h in zip(rows["image_id"], rows["width"], rows["height"])}
     parents = read_ontology(settings["ontology"]) if settings["ontology"] else {}
-    with open(log_path, "w", encoding="utf-8") as log_file:
-        result = process_segmentations(
-            settings["kind"], config["input"]["segmentations"], {i: paths[i] for i in sizes}, sizes,
-            source_options(settings), settings["stripe_fraction"], parents,
-            DecodeLimits.from_config(config["ingest"]), wanted=lambda image_id: shard_of(image_id, n_shards) == shard,
-            log=lambda line: (log_file.write(line + "\n"), log_file.flush()),
-            every_seconds=config["progress"]["log_every_seconds"],
-        )
-        write_region_outputs(result, table_paths, maps_dir, params_hash)
+    result = process_segmentations(
+        settings["kind"], segmentation_root, {i: paths[i] for i in sizes}, sizes, source_options(settings),
+        settings["stripe_fraction"], parents, DecodeLimits.from_config(config["ingest"]),
+        wanted=lambda image_id: shard_of(image_id, n_shards) == shard, log=log,
+        every_seconds=config["progress"]["log_every_seconds"],
+    )
+    write_region_outputs(result, table_paths, maps_dir, params_hash)
+    return rows
+
+
+def raw_segmentation_files(root: str | Path) -> list[dict]:
+    """Every file of the segmentation source: importers read by name, so all may matter."""
+    root = Path(root)
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    return [raw_file(f, f.relative_to(root).as_posix() if f != root else f.name, role="segmentation") for f in files]
 
 
 def source_options(settings: dict) -> dict:

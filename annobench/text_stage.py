@@ -210,8 +210,11 @@ def write_text_tables(result: TextResult, out_dir: Path | str, shard: int | str,
         write_table(rows_to_table(result.tables[name], SCHEMAS[name]), path, name, params_hash)
 
 
-def run_text_shard(config: dict, shard: int, expected_fingerprint: str, params_hash: str, log_path: Path) -> None:
-    """What the Snakemake rule runs: rebuild the plan, check it is the planned one, extract, write."""
+def run_text_shard(config: dict, shard: int, expected_fingerprint: str, params_hash: str, log_path: Path) -> list[dict]:
+    """What the Snakemake rule runs: rebuild the plan, check it is the planned one, extract, write.
+
+    Returns the pages read, with their hashes, for the provenance record.
+    """
     from annobench.ingest import ListingChanged
     from annobench.inventory import build_inventory
 
@@ -230,6 +233,10 @@ def run_text_shard(config: dict, shard: int, expected_fingerprint: str, params_h
             log=log, every_seconds=config["progress"]["log_every_seconds"],
         )
         write_text_tables(result, config["output"], shard, params_hash)
+    from annobench.provenance import raw_file
+
+    pages = sorted({row.page_id for row in plan.shards[shard]})
+    return [raw_file(Path(inputs["pages"]) / page_id, page_id, role="page") for page_id in pages]
 
 
 def write_scofeat(text_terms_tables: list[str], out_path: Path | str, iids_path: Path | str) -> int:

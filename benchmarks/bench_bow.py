@@ -36,7 +36,8 @@ WORDS = 1000
 
 def ingest(work: Path, n_images: int) -> Path:
     image_list = write_repeated_list(work / "images.csv", n_images, bsds_photos())
-    (work / "config.yaml").write_text(yaml.safe_dump({"input": {"image_list": str(image_list)}, "output": "out"}))
+    (work / "config.yaml").write_text(yaml.safe_dump({"input": {"image_list": str(image_list), "page_map": "", "segmentations": ""},
+                                                          "output": "out"}))
     subprocess.run([sys.executable, "-m", "snakemake", "ingest_all", "-s", str(REPO / "Snakefile"), "-d", str(work),
                     "--cores", "2", "--configfile", str(work / "config.yaml"), "--quiet", "all"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -28,7 +28,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         image_list = write_repeated_list(Path(work, "images.csv"), args.images, bsds_photos())
         config = Path(work, "config.yaml")
-        config.write_text(yaml.safe_dump({"input": {"image_list": str(image_list)}, "output": "out"}))
+        config.write_text(yaml.safe_dump({"input": {"image_list": str(image_list), "page_map": "", "segmentations": ""},
+                                           "output": "out"}))
         command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", work,
                    "--cores", "32", "--configfile", str(config), "-n"]
         started = time.perf_counter()

@@ -81,7 +81,7 @@ def features_on_bsds() -> None:
     repo = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as work:
         config = Path(work, "config.yaml")
-        config.write_text(f"input:\n  images: {photos[0].parent}\noutput: out\n")
+        config.write_text(f"input:\n  images: {photos[0].parent}\n  page_map: ''\n  segmentations: ''\noutput: out\n")
         # Targets first: --configfile would take them as more config files.
         subprocess.run([sys.executable, "-m", "snakemake", "ingest_all", "getlf_projection", "-s", str(repo / "Snakefile"),
                         "-d", work, "--cores", "2", "--configfile", str(config), "--quiet", "all"],

@@ -43,7 +43,8 @@ def in_process(photos: list[Path], repeat: int) -> None:
 def through_snakemake(photos: list[Path], cores: int) -> None:
     with tempfile.TemporaryDirectory() as work:
         config = Path(work, "config.yaml")
-        config.write_text(yaml.safe_dump({"input": {"images": str(photos[0].parent)}, "output": "out",
+        config.write_text(yaml.safe_dump({"input": {"images": str(photos[0].parent), "page_map": "", "segmentations": ""},
+                                          "output": "out",
                                           "sharding": {"images_per_shard": 50}}))
         command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", work,
                    "--cores", str(cores), "--configfile", str(config), "--quiet", "all"]

@@ -5,6 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.provenance import record_job  # noqa: E402
+
 from annobench.bow_stages import train_kind  # noqa: E402
 
 with open(snakemake.log[0], "w", encoding="utf-8") as log:
@@ -15,3 +17,4 @@ with open(snakemake.log[0], "w", encoding="utf-8") as log:
         out_path=snakemake.output[0],
         log=lambda line: (log.write(line + "\n"), log.flush()),
     )
+record_job(snakemake)

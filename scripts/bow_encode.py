@@ -5,6 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.provenance import record_job  # noqa: E402
+
 import cv2  # noqa: E402
 
 from annobench.bow_stages import encode_shard  # noqa: E402
@@ -21,3 +23,4 @@ with open(snakemake.log[0], "w", encoding="utf-8") as log:
         log=lambda line: (log.write(line + "\n"), log.flush()),
         every_seconds=snakemake.config["progress"]["log_every_seconds"],
     )
+record_job(snakemake)

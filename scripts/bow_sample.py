@@ -5,6 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.provenance import record_job  # noqa: E402
+
 from annobench.bow_stages import sample_shard  # noqa: E402
 
 with open(snakemake.log[0], "w", encoding="utf-8") as log:
@@ -20,3 +22,4 @@ with open(snakemake.log[0], "w", encoding="utf-8") as log:
         every_seconds=snakemake.config["progress"]["log_every_seconds"],
     )
     log.write(f"sampled descriptors: {counts}\n")
+record_job(snakemake)

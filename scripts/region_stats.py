@@ -5,6 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.provenance import record_job  # noqa: E402
+
 from annobench.region_stage import region_statistics, saiapr_exports  # noqa: E402
 
 out = snakemake.output
@@ -19,3 +21,4 @@ with open(snakemake.log[0], "w", encoding="utf-8") as log:
                           list(snakemake.input.relations), out.saiapr_features, out.saiapr_labels,
                           out.saiapr_relations)
     log.write(f"{rows} regions exported in SAIAPR form\n")
+record_job(snakemake)

@@ -5,10 +5,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.provenance import record_job  # noqa: E402
+
 from annobench.region_stage import REGION_TABLES, run_regions_shard  # noqa: E402
 from annobench.inventory import build_inventory  # noqa: E402
 
-run_regions_shard(
+raw = run_regions_shard(
     config=snakemake.config,
     shard=int(snakemake.wildcards.shard),
     n_shards=build_inventory(snakemake.config).n_shards,
@@ -18,3 +20,4 @@ run_regions_shard(
     params_hash=snakemake.params.params_hash,
     log_path=Path(snakemake.log[0]),
 )
+record_job(snakemake, raw_inputs=raw)

@@ -5,12 +5,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.provenance import record_job  # noqa: E402
+
 from annobench.text_stage import run_text_shard  # noqa: E402
 
-run_text_shard(
+raw = run_text_shard(
     config=snakemake.config,
     shard=int(snakemake.wildcards.shard),
     expected_fingerprint=snakemake.params.listing,
     params_hash=snakemake.params.params_hash,
     log_path=Path(snakemake.log[0]),
 )
+record_job(snakemake, raw_inputs=raw)

@@ -1,0 +1,425 @@
+"""The release folder, its manifest and RO-Crate, and the audit that checks them.
+
+A release holds every table, stored image, codebook, projection and export
+of a build (hard links, or copies across file systems), and:
+
+- MANIFEST.jsonl: one line per file, released or intermediate, with its
+  sha256, size, row count, the rule and parameters that made it, the files
+  it was made from (with their sha256) and the raw inputs behind it;
+- RELEASE.json: code version (commit, dirty tree), Python and every
+  installed distribution's version, Snakemake's version and command line,
+  the config, the time and the folders (times and absolute paths live here
+  and in `absolute_path`/`finished` fields only);
+- ro-crate-metadata.json: the same lineage as a Workflow Run RO-Crate
+  (process profile): a CreateAction per job, its inputs and outputs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from annobench import __version__
+from annobench.fingerprint import params_hash
+from annobench.fsutil import atomic_path
+from annobench.provenance import RECORDS, sha256_file
+
+RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports")
+MANIFEST, HEADER, CRATE = "MANIFEST.jsonl", "RELEASE.json", "ro-crate-metadata.json"
+OWN_FILES = {MANIFEST, HEADER, CRATE}
+# Snakemake marks a folder output as complete with this file; it is not data.
+SNAKEMAKE_MARKER = ".snakemake_timestamp"
+PROCESS_PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
+
+
+def load_records(out_dir: Path) -> list[dict]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out_dir / RECORDS).glob("*.json"))]
+
+
+def released_files(out_dir: Path) -> list[str]:
+    return sorted(
+        p.relative_to(out_dir).as_posix()
+        for top in RELEASED if (out_dir / top).is_dir()
+        for p in (out_dir / top).rglob("*") if p.is_file() and not p.name.startswith(".")
+    )
+
+
+def manifest_entries(out_dir: Path, records: list[dict]) -> list[dict]:
+    """Released files and the intermediate files behind them, each with its lineage."""
+    made_by = {}
+    for record in records:
+        for output in record["outputs"]:
+            made_by[output["path"]] = (record, output)
+    released_set = set(released_files(out_dir))
+    entries, todo, seen = [], sorted(released_set), set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        released = path in released_set
+        record, output = made_by.get(path, (None, None))
+        file = out_dir / path
+        entry = {
+            "path": path,
+            "released": released,
+            "sha256": sha256_file(file) if file.is_file() else (output or {}).get("sha256"),
+            "size": file.stat().st_size if file.is_file() else (output or {}).get("size"),
+            "rows": _rows(file) if file.suffix == ".parquet" and file.is_file() else None,
+            "rule": record["rule"] if record else None,
+            "job": _job_name(record) if record else None,
+            "wildcards": record["wildcards"] if record else None,
+            "params": record["params"] if record else None,
+            "params_hash": params_hash(record["params"]) if record else None,
+            "inputs": [{"path": i["path"], "sha256": i["sha256"]} for i in record["inputs"]] if record else [],
+            "raw_inputs": record["raw_inputs"] if record else [],
+            "finished": record["finished"] if record else None,
+        }
+        entries.append(entry)
+        # Files of the build it was made from: released or not, their lineage is followed too.
+        todo.extend(source["path"] for source in entry["inputs"] if not os.path.isabs(source["path"]))
+    return sorted(entries, key=lambda e: e["path"])
+
+
+def _job_name(record: dict) -> str:
+    from annobench.provenance import record_name
+
+    return record_name(record["rule"], record["wildcards"])
+
+
+def _rows(path: Path) -> int | None:
+    try:
+        return pq.read_metadata(path).num_rows
+    except Exception:
+        return None
+
+
+def header(out_dir: Path, config: dict, workflow_dir: Path, n_shards: int) -> dict:
+    return {
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "annobench": __version__,
+        "code": git_state(workflow_dir),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "dependencies": {d.metadata["Name"]: d.version for d in sorted(
+            importlib.metadata.distributions(), key=lambda d: d.metadata["Name"].lower())},
+        "snakemake": importlib.metadata.version("snakemake"),
+        "command_line": snakemake_command_line(),
+        "output_dir": str(out_dir.resolve()),
+        "workflow_dir": str(workflow_dir.resolve()),
+        "n_shards": n_shards,
+        "config": config,
+    }
+
+
+def git_state(folder: Path) -> dict:
+    def git(*args):
+        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True).stdout
+
+    try:
+        return {"commit": git("rev-parse", "HEAD").strip(), "dirty": bool(git("status", "--porcelain").strip())}
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "dirty": None}
+
+
+def snakemake_command_line() -> list[str] | None:
+    """The command line of the Snakemake process this job runs under, if there is one."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    process = psutil.Process()
+    while process is not None:
+        command = process.cmdline()
+        if any("snakemake" in part for part in command[:3]) and ".snakemake/scripts" not in " ".join(command):
+            return command
+        process = process.parent()
+    return None
+
+
+def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict, workflow_dir: Path | str,
+                     n_shards: int) -> int:
+    out_dir, release_dir = Path(out_dir), Path(release_dir)
+    records = load_records(out_dir)
+    entries = manifest_entries(out_dir, records)
+    with atomic_path(release_dir) as partial:
+        partial.mkdir()
+        for entry in entries:
+            if entry["released"]:
+                _link(out_dir / entry["path"], partial / entry["path"])
+        (partial / MANIFEST).write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in entries), "utf-8")
+        info = header(out_dir, config, Path(workflow_dir), n_shards)
+        (partial / HEADER).write_text(json.dumps(info, indent=1, sort_keys=True, default=str), "utf-8")
+        (partial / CRATE).write_text(json.dumps(ro_crate(entries, records, info), indent=1, sort_keys=True), "utf-8")
+    return sum(e["released"] for e in entries)
+
+
+def _link(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
+    """A Workflow Run RO-Crate (process run profile) of the release's lineage."""
+    def file_id(path: str) -> str:
+        return path if not os.path.isabs(path) else Path(path).as_uri()
+
+    released = [e for e in entries if e["released"]]
+    graph = [
+        {"@id": CRATE, "@type": "CreativeWork", "conformsTo": {"@id": "https://w3id.org/ro/crate/1.1"},
+         "about": {"@id": "./"}},
+        {"@id": "./", "@type": "Dataset", "name": "annobench release",
+         "description": "Image-annotation benchmark data regenerated by annobench", "datePublished": info["created"],
+         "conformsTo": {"@id": PROCESS_PROFILE}, "hasPart": [{"@id": e["path"]} for e in released],
+         "mentions": [{"@id": f"#job-{_job_name(r)}"} for r in records]},
+        {"@id": PROCESS_PROFILE, "@type": "CreativeWork", "name": "Process Run Crate", "version": "0.5"},
+        {"@id": "#annobench", "@type": "SoftwareApplication", "name": "annobench", "version": info["annobench"],
+         "identifier": info["code"]["commit"] or "unknown"},
+    ]
+    for entry in entries:
+        graph.append({"@id": entry["path"] if entry["released"] else f"#build/{entry['path']}", "@type": "File",
+                      "contentSize": entry["size"], "sha256": entry["sha256"]})
+    raw = {}
+    for record in records:
+        for item in record["raw_inputs"]:
+            raw[item["absolute_path"]] = item
+    for path, item in sorted(raw.items()):
+        graph.append({"@id": Path(path).as_uri(), "@type": "File", "name": item["path"], "sha256": item["sha256"],
+                      "contentSize": item["size"]})
+    released_paths = {e["path"] for e in released}
+
+    def ref(path: str) -> dict:
+        if os.path.isabs(path):
+            return {"@id": file_id(path)}
+        return {"@id": path if path in released_paths else f"#build/{path}"}
+
+    for record in records:
+        graph.append({
+            "@id": f"#job-{_job_name(record)}", "@type": "CreateAction", "name": _job_name(record),
+            "instrument": {"@id": "#annobench"}, "endTime": record["finished"],
+            "object": [ref(i["path"]) for i in record["inputs"]] + [{"@id": Path(r["absolute_path"]).as_uri()}
+                                                                   for r in record["raw_inputs"]],
+            "result": [ref(o["path"]) for o in record["outputs"]],
+        })
+        for item in record["inputs"]:  # inputs outside the build (a mapping file) are files too
+            if os.path.isabs(item["path"]) and Path(item["path"]).as_uri() not in {g["@id"] for g in graph}:
+                graph.append({"@id": Path(item["path"]).as_uri(), "@type": "File", "sha256": item["sha256"]})
+    return {"@context": "https://w3id.org/ro/crate/1.1/context", "@graph": graph}
+
+
+# --- audit -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # missing | tampered | extra | stale | unclosed | not-reproduced
+    path: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.path}: {self.detail}"
+
+
+def read_manifest(release_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (release_dir / MANIFEST).read_text("utf-8").splitlines() if line]
+
+
+def audit(release_dir: Path | str, recompute: int = 0, seed: int = 0) -> list[Problem]:
+    release_dir = Path(release_dir)
+    if not (release_dir / MANIFEST).is_file():
+        return [Problem("missing", MANIFEST, "not a release folder: no manifest")]
+    entries = read_manifest(release_dir)
+    problems = check_files(release_dir, entries) + check_lineage(entries)
+    if recompute:
+        problems += recompute_jobs(release_dir, entries, recompute, seed)
+    return problems
+
+
+def check_files(release_dir: Path, entries: list[dict]) -> list[Problem]:
+    problems, listed = [], set()
+    for entry in (e for e in entries if e["released"]):
+        listed.add(entry["path"])
+        path = release_dir / entry["path"]
+        if not path.is_file():
+            problems.append(Problem("missing", entry["path"], "listed in the manifest, not in the release"))
+        elif path.stat().st_size != entry["size"] or sha256_file(path) != entry["sha256"]:
+            problems.append(Problem("tampered", entry["path"], "its bytes differ from the manifest's sha256"))
+    for path in sorted(p for p in release_dir.rglob("*") if p.is_file()):
+        relative = path.relative_to(release_dir).as_posix()
+        if relative not in listed and relative not in OWN_FILES and path.name != SNAKEMAKE_MARKER:
+            problems.append(Problem("extra", relative, "in the release, not in the manifest"))
+    return problems
+
+
+def check_lineage(entries: list[dict]) -> list[Problem]:
+    """Every input is a manifest entry with that hash, or a raw input whose file still has its hash."""
+    problems, by_path, checked = [], {e["path"]: e for e in entries}, {}
+    for entry in entries:
+        if entry["rule"] is None:
+            problems.append(Problem("unclosed", entry["path"], "no job record says how it was made"))
+            continue
+        for source in entry["inputs"]:
+            if os.path.isabs(source["path"]):
+                problems += _check_raw(entry["path"], source["path"], source["sha256"], checked)
+            elif by_path.get(source["path"], {}).get("sha256") != source["sha256"]:
+                problems.append(Problem("unclosed", entry["path"], f"made from {source['path']}, which the manifest "
+                                        "does not hold with the same sha256"))
+        for raw in entry["raw_inputs"]:
+            if raw["sha256"] is not None:
+                problems += _check_raw(entry["path"], raw["absolute_path"], raw["sha256"], checked)
+    return problems
+
+
+def _check_raw(made: str, path: str, sha256: str, checked: dict[str, str | None]) -> list[Problem]:
+    if path not in checked:
+        checked[path] = sha256_file(path) if Path(path).is_file() else None
+    now = checked[path]
+    if now == sha256:
+        return []
+    detail = "is gone" if now is None else "has changed since the build"
+    return [Problem("stale", made, f"raw input {path} {detail}")]
+
+
+# --- recompute ---------------------------------------------------------------------
+
+RECOMPUTABLE = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_bow_", "text_shard",
+                "regions_shard")
+
+
+def sample_jobs(entries: list[dict], count: int, seed: int = 0) -> list[str]:
+    """The jobs --recompute rebuilds: a seeded sample of those whose outputs are released."""
+    jobs = sorted({e["job"] for e in entries if e["released"] and e["rule"] and e["rule"].startswith(RECOMPUTABLE)})
+    return sorted(random.Random(seed).sample(jobs, min(count, len(jobs))))
+
+
+def recompute_jobs(release_dir: Path, entries: list[dict], count: int, seed: int) -> list[Problem]:
+    problems = []
+    for job in sample_jobs(entries, count, seed):
+        problems += recompute_in_subprocess(release_dir, job)
+    return problems
+
+
+def recompute_in_subprocess(release_dir: Path, job: str) -> list[Problem]:
+    """Recompute a job in a fresh process with one BLAS thread, as the workflow's jobs run:
+    BLAS sums floating-point numbers in another order with more threads."""
+    env = {**os.environ, **{v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+    command = [sys.executable, "-m", "annobench.release", str(release_dir), job]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        return [Problem("not-reproduced", job, f"recomputing failed: {done.stderr.strip().splitlines()[-1:]}")]
+    return [Problem(**p) for p in json.loads(done.stdout)]
+
+
+def recompute_named_job(release_dir: Path, job: str) -> list[Problem]:
+    info = json.loads((release_dir / HEADER).read_text("utf-8"))
+    outputs = [e for e in read_manifest(release_dir) if e["released"] and e["job"] == job]
+    with tempfile.TemporaryDirectory(prefix="annobench-recompute-") as scratch:
+        return recompute_job(release_dir, info, outputs, Path(scratch))
+
+
+def recompute_job(release_dir: Path, info: dict, outputs: list[dict], scratch: Path) -> list[Problem]:
+    """Rebuild one job's outputs from its recorded inputs and parameters; compare them byte for byte."""
+    entry = outputs[0]
+    rule, params = entry["rule"], entry["params"]
+    config = json.loads(json.dumps(info["config"]))
+    config["output"] = str(scratch)
+    for source in entry["inputs"]:  # files of the build the job read: from the release
+        if not os.path.isabs(source["path"]) and (release_dir / source["path"]).is_file():
+            _link(release_dir / source["path"], scratch / source["path"])
+    shard = int((entry["wildcards"] or {}).get("shard", 0))
+    run_rule(rule, params, config, entry, shard, scratch, info["n_shards"])
+    problems = []
+    for output in outputs:
+        rebuilt = scratch / output["path"]
+        if not rebuilt.is_file() or sha256_file(rebuilt) != output["sha256"]:
+            problems.append(Problem("not-reproduced", output["path"], f"recomputing {entry['job']} gave other bytes"))
+    return problems
+
+
+def run_rule(rule: str, params: dict, config: dict, entry: dict, shard: int, scratch: Path, n_shards: int) -> None:
+    """Run one job's computation into `scratch`, reading raw inputs where the manifest says they were."""
+    log = lambda line: None  # noqa: E731
+    if rule == "ingest_shard":
+        from annobench.ingest import ingest_shard
+        from annobench.inventory import ImageSource
+
+        sources = sorted((ImageSource(r["key"], r["path"], r["absolute_path"])
+                          for r in entry["raw_inputs"] if r["role"] == "image"), key=lambda s: s.image_id)
+        ingest_shard(sources, shard, scratch, config, params["params_hash"], log)
+    elif rule.startswith("feature_bow_"):
+        from annobench.bow_stages import encode_shard
+
+        encode_shard(params["kind"], scratch / _input(entry, "tables/images/"), scratch,
+                     scratch / _input(entry, "artefacts/codebook_"), params["settings"], scratch / entry["path"], log)
+    elif rule.startswith("feature_"):
+        from annobench.features import feature_shard
+
+        projection = next((i["path"] for i in entry["inputs"] if "getlf_projection" in i["path"]), None)
+        feature_shard(params["feature"], params["settings"], scratch / _input(entry, "tables/images/"), scratch,
+                      scratch / entry["path"], scratch / projection if projection else None, log)
+    elif rule == "text_shard":
+        from annobench.pages import PageLimits
+        from annobench.text_features import TextParams
+        from annobench.text_stage import build_text_plan, extract_text, write_text_tables
+
+        mapping = next(i["path"] for i in entry["inputs"] if os.path.isabs(i["path"]))
+        pages = _raw_root(entry, "page")
+        plan = build_text_plan(mapping, pages, n_shards)
+        result = extract_text(plan.shards[shard], pages, TextParams.from_config(config["text"]),
+                              PageLimits.from_config(config["text"]), owned=lambda p: plan.owners[p] == shard, log=log)
+        write_text_tables(result, scratch, shard, params["params_hash"])
+    elif rule == "regions_shard":
+        from annobench import layout
+        from annobench.region_stage import REGION_TABLES, regions_for_shard
+
+        images = {r["key"]: r["absolute_path"] for r in entry["raw_inputs"] if r["role"] == "image"}
+        regions_for_shard(config, _raw_root(entry, "segmentation"), images, shard, n_shards,
+                          str(scratch / _input(entry, "tables/images/")),
+                          {name: str(scratch / layout.table_file(name, shard)) for name in REGION_TABLES},
+                          str(scratch / f"segmentations/shard-{shard:05d}"), params["params_hash"], log)
+    else:
+        raise ValueError(f"rule {rule} cannot be recomputed from a release")
+
+
+def _raw_root(entry: dict, role: str) -> Path:
+    """The folder the raw files of a role were read from (their absolute path less the path given)."""
+    raw = next(r for r in entry["raw_inputs"] if r["role"] == role)
+    absolute = raw["absolute_path"]
+    return Path(absolute[: len(absolute) - len(raw["path"])])
+
+
+def _input(entry: dict, prefix: str) -> str:
+    return next(i["path"] for i in entry["inputs"] if i["path"].startswith(prefix))
+
+
+def main_audit(release_dir: str, recompute: int, out=sys.stdout) -> int:
+    problems = audit(release_dir, recompute)
+    entries = read_manifest(Path(release_dir)) if (Path(release_dir) / MANIFEST).is_file() else []
+    for problem in problems:
+        print(problem, file=out)
+    released = sum(e["released"] for e in entries)
+    if recompute:
+        print(f"recomputed: {', '.join(sample_jobs(entries, recompute))}", file=out)
+    verdict = "FAILED" if problems else "passed"
+    print(f"audit {verdict}: {released} released files, {len(entries) - released} intermediate, "
+          f"{len(problems)} problem(s){f', {recompute} job(s) recomputed' if recompute else ''}", file=out)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":  # the recompute worker: python -m annobench.release RELEASE_DIR JOB
+    found = recompute_named_job(Path(sys.argv[1]), sys.argv[2])
+    print(json.dumps([problem.__dict__ for problem in found]))

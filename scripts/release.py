@@ -1,0 +1,18 @@
+"""Snakemake entry point of rule release; the work is in annobench.release."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+from annobench.release import assemble_release  # noqa: E402
+
+with open(snakemake.log[0], "w", encoding="utf-8") as log:
+    count = assemble_release(
+        out_dir=Path(snakemake.config["output"]),
+        release_dir=Path(snakemake.output[0]),
+        config=snakemake.config,
+        workflow_dir=Path(snakemake.scriptdir).parent,
+        n_shards=snakemake.params.n_shards,
+    )
+    log.write(f"{count} files released with their lineage in {snakemake.output[0]}\n")
