@@ -57,10 +57,6 @@ FEATURES = {
 }
 
 
-def feature_params(config: dict, name: str) -> dict:
-    return config["features"][name]
-
-
 def vector_schema(name: str, dimension: int) -> pa.Schema:
     return pa.schema(
         [

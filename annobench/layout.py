@@ -7,7 +7,6 @@ or rebuilt elsewhere holds the same bytes.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 SHARD_WIDTH = 5
 
@@ -26,10 +25,6 @@ def table_file(table: str, shard: int | str) -> str:
     return f"tables/{table}/shard-{label}.parquet"
 
 
-def table_dir(table: str) -> str:
-    return f"tables/{table}"
-
-
 def resized_dir(shard: int | str) -> str:
     label = shard if isinstance(shard, str) else f"{shard:0{SHARD_WIDTH}d}"
     return f"resized/shard-{label}"
@@ -38,7 +33,3 @@ def resized_dir(shard: int | str) -> str:
 def log_file(stage: str, shard: int | str) -> str:
     label = shard if isinstance(shard, str) else f"{shard:0{SHARD_WIDTH}d}"
     return f"logs/{stage}/shard-{label}.log"
-
-
-def under(out_dir: str | Path, relative: str) -> Path:
-    return Path(out_dir) / relative

@@ -121,12 +121,6 @@ def spatial_relations(label_map: np.ndarray, stripe_fraction: float = DEFAULT_ST
     )
 
 
-def region_centroids(label_map: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ids > 0 present, ascending; mean column; mean row), 0-based pixel coordinates."""
-    ids, dense = dense_label_map(label_map)
-    return (ids, *_centroids(dense, ids.size))
-
-
 def _centroids(dense: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Mean column and row of regions 1..n of a dense map, as arrays of n."""
     height, width = dense.shape
