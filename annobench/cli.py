@@ -174,6 +174,19 @@ def _audit(args: argparse.Namespace) -> int:
     return main_audit(args.release_dir, args.recompute)
 
 
+def _bench(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from annobench.bench import run_bench
+
+    if args.workdir:
+        run_bench(args.images, args.cores, Path(args.workdir), args.images_per_shard)
+    else:
+        with tempfile.TemporaryDirectory(prefix="annobench-bench-") as work:
+            run_bench(args.images, args.cores, Path(work), args.images_per_shard)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annobench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
@@ -229,6 +242,13 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--recompute", type=int, default=0, metavar="N",
                        help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
     audit.set_defaults(run=_audit)
+
+    bench = commands.add_parser("bench", help="run the whole visual pipeline on N real images and print its costs")
+    bench.add_argument("--images", type=int, default=200, help="number of images (BSDS500 photos repeated)")
+    bench.add_argument("--cores", type=int, default=2)
+    bench.add_argument("--images-per-shard", type=int, default=2000)
+    bench.add_argument("--workdir", default=None, help="keep the build here (default: a temporary folder)")
+    bench.set_defaults(run=_bench)
 
     demo = commands.add_parser("demo", help="(re)write the embedded demo dataset")
     demo.add_argument("--out", default="demo", help="folder to write (default: demo)")

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 from pathlib import Path
 
 from annobench import __version__
@@ -74,6 +75,16 @@ def raw_file(path: Path | str, given_as: str, sha256: str | None = None, role: s
     }
 
 
+def job_usage(resources: dict) -> dict:
+    """This job's own peak memory and CPU time (exact, unlike sampling from outside), and what it declared."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+        "declared_mem_mb": resources.get("mem_mb"),
+    }
+
+
 def record_name(rule: str, wildcards: dict) -> str:
     suffix = "-".join(f"{value}" for _, value in sorted(wildcards.items()))
     return f"{rule}-{suffix}" if suffix else rule
@@ -94,6 +105,7 @@ def record_job(snakemake, raw_inputs: list[dict] | None = None) -> Path:
         "annobench": __version__,
         "python": platform.python_version(),
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "usage": job_usage(dict(snakemake.resources.items())),
     }
     path = out_dir / RECORDS / f"{record_name(snakemake.rule, wildcards)}.json"
     write_bytes_atomic(path, json.dumps(record, indent=1, sort_keys=True, default=str).encode("utf-8"))
