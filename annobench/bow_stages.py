@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable
 
@@ -18,11 +17,10 @@ import pyarrow.parquet as pq
 
 from annobench import bow, dsift
 from annobench.features import write_vectors
-from annobench.fingerprint import params_hash
 from annobench.fsutil import atomic_path
 from annobench.progress import Progress
 from annobench.resize import read_stored
-from annobench.tables import field, write_table
+from annobench.tables import field, vector_column, write_table
 
 Log = Callable[[str], None]
 
@@ -84,12 +82,8 @@ def write_codebook(codebook: np.ndarray, kind: str, params: dict, path: Path | s
             field("vector", pa.list_(pa.float32(), dimension), f"{kind} descriptor of the cluster centre"),
         ]
     )
-    flat = pa.array(np.ascontiguousarray(codebook, dtype=np.float32).reshape(-1), type=pa.float32())
-    table = pa.Table.from_arrays(
-        [pa.array(np.arange(k, dtype=np.int32)), pa.FixedSizeListArray.from_arrays(flat, dimension)], schema=schema
-    )
-    table = table.replace_schema_metadata({b"annobench.params": json.dumps(params, sort_keys=True).encode()})
-    write_table(table, path, f"codebook_{kind}", params_hash(params))
+    table = pa.Table.from_arrays([pa.array(np.arange(k, dtype=np.int32)), vector_column(codebook)], schema=schema)
+    write_table(table, path, f"codebook_{kind}", params=params)
 
 
 def read_codebook(path: Path | str) -> np.ndarray:

@@ -7,7 +7,6 @@ for 2 bits per channel (64 bins).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,8 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from numpy.lib.stride_tricks import sliding_window_view
 
-from annobench.fingerprint import params_hash
-from annobench.tables import field, write_table
+from annobench.tables import field, vector_column, write_table
 
 
 def colour_bins(rgb: np.ndarray, bits: int = 2) -> np.ndarray:
@@ -132,13 +130,10 @@ def write_projection(params: dict, path: Path | str) -> np.ndarray:
             field("vector", pa.list_(pa.float64(), n_bins), "standard normal vector over the colour bins"),
         ]
     )
-    flat = pa.array(projection.reshape(-1), type=pa.float64())
     table = pa.Table.from_arrays(
-        [pa.array(np.arange(n_projections), pa.int8()), pa.FixedSizeListArray.from_arrays(flat, n_bins)],
-        schema=schema,
+        [pa.array(np.arange(n_projections), pa.int8()), vector_column(projection, pa.float64())], schema=schema
     )
-    table = table.replace_schema_metadata({b"annobench.params": json.dumps(params, sort_keys=True).encode()})
-    write_table(table, path, "getlf_projection", params_hash(params))
+    write_table(table, path, "getlf_projection", params=params)
     return projection
 
 

@@ -17,7 +17,6 @@ of all grid points is two matrix products per plane.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -27,8 +26,7 @@ import cv2
 import numpy as np
 import pyarrow as pa
 
-from annobench.fingerprint import params_hash
-from annobench.tables import field, write_table
+from annobench.tables import field, vector_column, write_table
 
 N_ORIENTATIONS = 8
 N_BINS = 4  # spatial bins per side
@@ -173,14 +171,10 @@ def write_descriptors(image_ids: list[str], images: list[np.ndarray], kind: str,
             field("descriptor", pa.list_(pa.float32(), dimension), f"{kind} descriptor, [row bin][col bin][orientation] per channel"),
         ]
     )
-    flat = pa.array(np.ascontiguousarray(descriptors).reshape(-1), type=pa.float32())
     table = pa.Table.from_arrays(
         [pa.array(ids, pa.string()), pa.array(np.concatenate(xs).astype(np.int32) if xs else [], pa.int32()),
-         pa.array(np.concatenate(ys).astype(np.int32) if ys else [], pa.int32()),
-         pa.FixedSizeListArray.from_arrays(flat, dimension)],
+         pa.array(np.concatenate(ys).astype(np.int32) if ys else [], pa.int32()), vector_column(descriptors)],
         schema=schema,
     )
-    settings = {"kind": kind, **asdict(params)}
-    table = table.replace_schema_metadata({b"annobench.params": json.dumps(settings, sort_keys=True).encode()})
-    write_table(table, path, f"dsift_{kind}", params_hash(settings))
+    write_table(table, path, f"dsift_{kind}", params={"kind": kind, **asdict(params)})
     return len(descriptors)

@@ -8,7 +8,6 @@ its file, and is written as a sharded table `image_id, vector`
 from __future__ import annotations
 
 import importlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -17,10 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annobench.fingerprint import params_hash
 from annobench.progress import Progress
 from annobench.resize import read_stored
-from annobench.tables import field, write_table
+from annobench.tables import field, vector_column, write_table
 
 Extractor = Callable[[np.ndarray], np.ndarray]
 
@@ -67,16 +65,12 @@ def vector_schema(name: str, dimension: int) -> pa.Schema:
 
 
 def vectors_table(name: str, image_ids: list[str], vectors: np.ndarray) -> pa.Table:
-    dimension = vectors.shape[1]
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1), type=pa.float32())
-    column = pa.FixedSizeListArray.from_arrays(flat, dimension)
-    return pa.Table.from_arrays([pa.array(image_ids, pa.string()), column], schema=vector_schema(name, dimension))
+    column = vector_column(vectors)
+    return pa.Table.from_arrays([pa.array(image_ids, pa.string()), column], schema=vector_schema(name, column.type.list_size))
 
 
 def write_vectors(name: str, params: dict, image_ids: list[str], vectors: np.ndarray, path: Path | str) -> None:
-    table = vectors_table(name, image_ids, vectors)
-    table = table.replace_schema_metadata({b"annobench.params": json.dumps(params, sort_keys=True).encode()})
-    write_table(table, path, name, params_hash(params))
+    write_table(vectors_table(name, image_ids, vectors), path, name, params=params)
 
 
 def make_extractor(name: str, params: dict, projection_path: Path | str | None = None) -> Extractor:

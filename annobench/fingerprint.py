@@ -13,6 +13,7 @@ import ast
 import hashlib
 import importlib.metadata
 import json
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -21,18 +22,25 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 PACKAGE = PACKAGE_DIR.name
 
 
-def folder_state(path: str | Path) -> str:
-    """Hash of the names, sizes and modification times of every file under a folder (or of one file)."""
-    import os
+def file_state(path: str | Path) -> str:
+    """`size:mtime` of a raw input, or `missing`: what tells a rerun that it changed (as make does)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
+
+def folder_state(path: str | Path) -> str:
+    """Hash of the names and file_state of every file under a folder (or of one file)."""
     root = Path(path)
     if not str(path) or not root.exists():
         return "absent"
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     digest = hashlib.sha256()
     for file in files:
-        st = os.stat(file)
-        digest.update(f"{file.relative_to(root) if file != root else file.name}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+        name = file.relative_to(root).as_posix() if file != root else file.name
+        digest.update(f"{name}\t{file_state(file)}\n".encode())
     return digest.hexdigest()
 
 

@@ -11,7 +11,7 @@ from annobench import layout, resize
 from annobench.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.fsutil import atomic_path
 from annobench.inventory import ImageSource
-from annobench.progress import Progress
+from annobench.progress import Progress, job_log
 from annobench.tables import IMAGES_SCHEMA, REJECTS_SCHEMA, rows_to_table, write_table
 
 
@@ -119,11 +119,7 @@ def run_shard_job(config: dict, shard: int, expected_fingerprint: str, params_ha
     """
     from annobench.inventory import build_inventory
 
-    with open(log_path, "w", encoding="utf-8") as log_file:
-        def log(line: str) -> None:
-            log_file.write(line + "\n")
-            log_file.flush()
-
+    with job_log(log_path) as log:
         inventory = build_inventory(config)
         found = inventory.fingerprint(shard) if shard < inventory.n_shards else "no such shard"
         if found != expected_fingerprint:

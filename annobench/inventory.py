@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from annobench.fingerprint import file_state
+
 
 class InventoryError(ValueError):
     """The image inputs cannot be turned into a consistent set of ids."""
@@ -162,10 +164,6 @@ def shard_of(image_id: str, n_shards: int) -> int:
 def listing_fingerprint(sources: list[ImageSource], n_shards: int) -> str:
     digest = hashlib.sha256(f"shards={n_shards}\n".encode())
     for source in sources:
-        try:
-            st = os.stat(source.path)
-            state = f"{st.st_size}:{st.st_mtime_ns}"
-        except OSError:
-            state = "missing"
+        state = file_state(source.path)
         digest.update(f"{source.image_id}\t{source.source_path}\t{state}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Iterator
+
+
+@contextlib.contextmanager
+def job_log(path: Path | str) -> Iterator[Callable[[str], None]]:
+    """A job's log file as a function that writes one line and flushes it (progress is read live)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        def write(line: str) -> None:
+            handle.write(line + "\n")
+            handle.flush()
+
+        yield write
 
 
 class Progress:

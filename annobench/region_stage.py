@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from annobench.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.fsutil import atomic_path, write_bytes_atomic
-from annobench.progress import Progress
+from annobench.progress import Progress, job_log
 from annobench.provenance import raw_file
 from annobench.region_features import FEATURE_NAMES, REGION_FEATURES_SCHEMA, feature_rows, region_features, rgb_to_lab
 from annobench.segmentations import (
@@ -153,11 +153,9 @@ def run_regions_shard(config: dict, shard: int, n_shards: int, images_table: str
     from annobench.inventory import build_inventory
 
     paths = {s.image_id: s.path for s in build_inventory(config).shards[shard]}
-    with open(log_path, "w", encoding="utf-8") as log_file:
-        rows = regions_for_shard(
-            config, config["input"]["segmentations"], paths, shard, n_shards, images_table, table_paths, maps_dir,
-            params_hash, log=lambda line: (log_file.write(line + "\n"), log_file.flush()),
-        )
+    with job_log(log_path) as log:
+        rows = regions_for_shard(config, config["input"]["segmentations"], paths, shard, n_shards, images_table,
+                                 table_paths, maps_dir, params_hash, log=log)
     return raw_segmentation_files(config["input"]["segmentations"]) + [
         raw_file(paths[i], source, sha, role="image", key=i)
         for i, source, sha in zip(rows["image_id"], rows["source_path"], rows["sha256"])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -13,6 +15,7 @@ from annobench.fsutil import atomic_path
 META_ARTEFACT = b"annobench.artefact"
 META_FORMAT_VERSION = b"annobench.format_version"
 META_PARAMS_HASH = b"annobench.params_hash"
+META_PARAMS = b"annobench.params"
 
 
 def field(name: str, type_: pa.DataType, description: str, nullable: bool = False) -> pa.Field:
@@ -55,9 +58,27 @@ def rows_to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=schema)
 
 
-def write_table(table: pa.Table, path: Path | str, artefact: str, params_hash: str) -> None:
-    """Write atomically with zstd and the provenance keys SPEC 7 asks for."""
+def vector_column(values: np.ndarray, value_type: pa.DataType = pa.float32()) -> pa.FixedSizeListArray:
+    """A (rows, dimension) array as a fixed_size_list column (SPEC 7's vector type)."""
+    dimension = values.shape[1]
+    flat = np.ascontiguousarray(values, dtype=value_type.to_pandas_dtype()).reshape(-1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat, type=value_type), dimension)
+
+
+def write_table(
+    table: pa.Table, path: Path | str, artefact: str, params_hash: str | None = None, params: dict | None = None
+) -> None:
+    """Write atomically with zstd and the provenance keys SPEC 7 asks for.
+
+    With `params`, the parameters themselves are stored too (as JSON) and
+    their hash is computed here.
+    """
+    from annobench.fingerprint import params_hash as hash_of
+
     metadata = dict(table.schema.metadata or {})
+    if params is not None:
+        metadata[META_PARAMS] = json.dumps(params, sort_keys=True).encode()
+        params_hash = hash_of(params)
     metadata.update(
         {
             META_ARTEFACT: artefact.encode(),

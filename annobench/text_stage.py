@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +20,10 @@ from typing import Callable
 import pyarrow as pa
 
 from annobench import layout
+from annobench.fingerprint import file_state
 from annobench.inventory import InventoryError, shard_of
 from annobench.pages import PageLimits, PageRejected, read_page
-from annobench.progress import Progress
+from annobench.progress import Progress, job_log
 from annobench.tables import field as column, rows_to_table, write_table
 from annobench.text_features import (
     TextParams, occurrence_scores, occurrences, page_base, page_words, top_terms,
@@ -85,17 +85,9 @@ class TextPlan:
             digest = hashlib.sha256(f"shards={self.n_shards}\n".encode())
             for row in self.shards[shard]:
                 digest.update(f"{row.image_id}\t{row.page_id}\t{row.img_src}\t{row.page_url}\t".encode())
-                digest.update(f"{_page_state(self.pages_dir / row.page_id)}\n".encode())
+                digest.update(f"{file_state(self.pages_dir / row.page_id)}\n".encode())
             self._fingerprints[shard] = digest.hexdigest()
         return self._fingerprints[shard]
-
-
-def _page_state(path: Path) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "missing"
-    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def read_mapping(path: Path | str) -> list[MappingRow]:
@@ -219,11 +211,7 @@ def run_text_shard(config: dict, shard: int, expected_fingerprint: str, params_h
     from annobench.inventory import build_inventory
 
     inputs = config["input"]
-    with open(log_path, "w", encoding="utf-8") as log_file:
-        def log(line: str) -> None:
-            log_file.write(line + "\n")
-            log_file.flush()
-
+    with job_log(log_path) as log:
         plan = build_text_plan(inputs["page_map"], inputs["pages"], build_inventory(config).n_shards)
         if plan.fingerprint(shard) != expected_fingerprint:
             raise ListingChanged(f"the pages or mapping rows of shard {shard} changed after the workflow was planned")

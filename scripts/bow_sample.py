@@ -5,11 +5,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.progress import job_log  # noqa: E402
 from annobench.provenance import record_job  # noqa: E402
 
 from annobench.bow_stages import sample_shard  # noqa: E402
 
-with open(snakemake.log[0], "w", encoding="utf-8") as log:
+with job_log(snakemake.log[0]) as log:
     counts = sample_shard(
         images_table=snakemake.input.images,
         out_dir=snakemake.config["output"],
@@ -18,8 +19,8 @@ with open(snakemake.log[0], "w", encoding="utf-8") as log:
         fraction=snakemake.params.sampling["fraction"],
         per_image=snakemake.params.sampling["per_image"],
         seed=snakemake.params.sampling["seed"],
-        log=lambda line: (log.write(line + "\n"), log.flush()),
+        log=log,
         every_seconds=snakemake.config["progress"]["log_every_seconds"],
     )
-    log.write(f"sampled descriptors: {counts}\n")
+    log(f"sampled descriptors: {counts}")
 record_job(snakemake)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.progress import job_log  # noqa: E402
 from annobench.provenance import record_job  # noqa: E402
 
 import cv2  # noqa: E402
@@ -12,7 +13,7 @@ import cv2  # noqa: E402
 from annobench.features import feature_shard  # noqa: E402
 
 cv2.setNumThreads(1)  # one core per job, see config.yaml
-with open(snakemake.log[0], "w", encoding="utf-8") as log:
+with job_log(snakemake.log[0]) as log:
     feature_shard(
         name=snakemake.params.feature,
         params=snakemake.params.settings,
@@ -20,7 +21,7 @@ with open(snakemake.log[0], "w", encoding="utf-8") as log:
         out_dir=snakemake.config["output"],
         out_path=snakemake.output[0],
         projection_path=snakemake.input.get("projection"),
-        log=lambda line: (log.write(line + "\n"), log.flush()),
+        log=log,
         every_seconds=snakemake.config["progress"]["log_every_seconds"],
     )
 record_job(snakemake)

@@ -5,11 +5,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.progress import job_log  # noqa: E402
 from annobench.provenance import record_job  # noqa: E402
 
 from annobench.duplicates import write_duplicates  # noqa: E402
 
-with open(snakemake.log[0], "w", encoding="utf-8") as log:
+with job_log(snakemake.log[0]) as log:
     found = write_duplicates(snakemake.input.images, snakemake.output[0], snakemake.params.params_hash)
-    log.write(f"{found} images share their bytes with another image\n")
+    log(f"{found} images share their bytes with another image")
 record_job(snakemake)

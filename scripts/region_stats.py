@@ -5,20 +5,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.progress import job_log  # noqa: E402
 from annobench.provenance import record_job  # noqa: E402
 
 from annobench.region_stage import region_statistics, saiapr_exports  # noqa: E402
 
 out = snakemake.output
-with open(snakemake.log[0], "w", encoding="utf-8") as log:
+with job_log(snakemake.log[0]) as log:
     summary = region_statistics(
         list(snakemake.input.regions), list(snakemake.input.features), list(snakemake.input.relations),
         {name: out[name] for name in ("label_frequencies", "regions_per_image", "relation_frequencies")},
         out.figure, snakemake.params.params_hash,
     )
-    log.write(f"{summary}\n")
+    log(f"{summary}")
     rows = saiapr_exports(list(snakemake.input.regions), list(snakemake.input.features),
                           list(snakemake.input.relations), out.saiapr_features, out.saiapr_labels,
                           out.saiapr_relations)
-    log.write(f"{rows} regions exported in SAIAPR form\n")
+    log(f"{rows} regions exported in SAIAPR form")
 record_job(snakemake)

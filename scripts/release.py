@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this
 
 from annobench.release import assemble_release  # noqa: E402
 
-with open(snakemake.log[0], "w", encoding="utf-8") as log:
+with job_log(snakemake.log[0]) as log:
     count = assemble_release(
         out_dir=Path(snakemake.config["output"]),
         release_dir=Path(snakemake.output[0]),
@@ -15,4 +15,4 @@ with open(snakemake.log[0], "w", encoding="utf-8") as log:
         workflow_dir=Path(snakemake.scriptdir).parent,
         n_shards=snakemake.params.n_shards,
     )
-    log.write(f"{count} files released with their lineage in {snakemake.output[0]}\n")
+    log(f"{count} files released with their lineage in {snakemake.output[0]}")

@@ -5,11 +5,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.progress import job_log  # noqa: E402
 from annobench.provenance import record_job  # noqa: E402
 
 from annobench.text_stage import write_scofeat  # noqa: E402
 
-with open(snakemake.log[0], "w", encoding="utf-8") as log:
+with job_log(snakemake.log[0]) as log:
     count = write_scofeat(list(snakemake.input), snakemake.output.scofeat, snakemake.output.iids)
-    log.write(f"{count} images written to {snakemake.output.scofeat}\n")
+    log(f"{count} images written to {snakemake.output.scofeat}")
 record_job(snakemake)
