@@ -144,7 +144,7 @@ def write_region_outputs(result: RegionResult, table_paths: dict[str, str], maps
         write_table(table, table_paths[name], name, params_hash)
 
 
-def run_regions_shard(config: dict, shard: int, n_shards: int, images_table: str, table_paths: dict[str, str],
+def run_regions_shard(config: dict, shard: int, images_table: str, table_paths: dict[str, str],
                       maps_dir: str, params_hash: str, log_path: Path) -> list[dict]:
     """What the Snakemake rule runs: the images of the shard, as ingest found them.
 
@@ -152,9 +152,10 @@ def run_regions_shard(config: dict, shard: int, n_shards: int, images_table: str
     """
     from annobench.inventory import build_inventory
 
-    paths = {s.image_id: s.path for s in build_inventory(config).shards[shard]}
+    inventory = build_inventory(config)
+    paths = {s.image_id: s.path for s in inventory.shards[shard]}
     with job_log(log_path) as log:
-        rows = regions_for_shard(config, config["input"]["segmentations"], paths, shard, n_shards, images_table,
+        rows = regions_for_shard(config, config["input"]["segmentations"], paths, shard, inventory.n_shards, images_table,
                                  table_paths, maps_dir, params_hash, log=log)
     return raw_segmentation_files(config["input"]["segmentations"]) + [
         raw_file(paths[i], source, sha, role="image", key=i)

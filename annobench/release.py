@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from annobench import __version__
 from annobench.fingerprint import params_hash
 from annobench.fsutil import atomic_path
-from annobench.provenance import RECORDS, sha256_file
+from annobench.provenance import RECORDS, describe_file, sha256_file
 
 RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports")
 MANIFEST, HEADER, CRATE = "MANIFEST.jsonl", "RELEASE.json", "ro-crate-metadata.json"
@@ -72,11 +72,13 @@ def manifest_entries(out_dir: Path, records: list[dict]) -> list[dict]:
         released = path in released_set
         record, output = made_by.get(path, (None, None))
         file = out_dir / path
+        # A job hashed its outputs as it wrote them; only files without a record are read here.
+        described = output or (describe_file(file, out_dir) if file.is_file() else {})
         entry = {
             "path": path,
             "released": released,
-            "sha256": sha256_file(file) if file.is_file() else (output or {}).get("sha256"),
-            "size": file.stat().st_size if file.is_file() else (output or {}).get("size"),
+            "sha256": described.get("sha256"),
+            "size": described.get("size"),
             "rows": _rows(file) if file.suffix == ".parquet" and file.is_file() else None,
             "rule": record["rule"] if record else None,
             "job": _job_name(record) if record else None,

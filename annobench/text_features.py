@@ -82,10 +82,9 @@ class ImageElement:
 @dataclass
 class PageWords:
     vocabulary: list[str]
-    term_ids: np.ndarray  # per word occurrence
-    positions: np.ndarray
+    term_ids: np.ndarray  # per word occurrence; word n is at position n
     factors: np.ndarray
-    in_title: np.ndarray
+    title_words: np.ndarray  # positions of the words inside <title>
     images: list[ImageElement] = field(default_factory=list)
 
 
@@ -133,9 +132,8 @@ def page_words(page: Page, params: TextParams) -> PageWords:
     return PageWords(
         vocabulary=list(vocabulary),
         term_ids=np.asarray(ids, dtype=np.int64),
-        positions=np.arange(len(ids), dtype=np.int64),
         factors=np.asarray(factors, dtype=np.float64),
-        in_title=np.asarray(titles, dtype=bool),
+        title_words=np.flatnonzero(np.asarray(titles, dtype=bool)),
         images=images,
     )
 
@@ -179,9 +177,13 @@ def occurrences(words: PageWords, img_src: str, base: str) -> list[ImageElement]
 
 def occurrence_scores(words: PageWords, element: ImageElement, params: TextParams) -> dict[str, float]:
     """Term -> F * sigm(d) summed over the words near one occurrence, plus its own attributes."""
-    distance = np.abs(words.positions - element.position)
-    kept = (distance <= params.window) | words.in_title
-    weights = words.factors[kept] * params.sigm(distance[kept].astype(np.float64))
+    # The words within the window, and the title's words outside it: nothing else is read.
+    start = max(0, element.position - params.window)
+    stop = min(len(words.term_ids), element.position + params.window + 1)
+    title = words.title_words[(words.title_words < start) | (words.title_words >= stop)]
+    kept = np.concatenate([np.arange(start, stop), title])
+    distance = np.abs(kept - element.position).astype(np.float64)
+    weights = words.factors[kept] * params.sigm(distance)
     sums = np.bincount(words.term_ids[kept], weights=weights, minlength=len(words.vocabulary))
     scores = {words.vocabulary[i]: float(sums[i]) for i in np.flatnonzero(sums)}
     at_image = float(params.sigm(np.array(0.0)))

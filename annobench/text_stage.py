@@ -202,17 +202,17 @@ def write_text_tables(result: TextResult, out_dir: Path | str, shard: int | str,
         write_table(rows_to_table(result.tables[name], SCHEMAS[name]), path, name, params_hash)
 
 
-def run_text_shard(config: dict, shard: int, expected_fingerprint: str, params_hash: str, log_path: Path) -> list[dict]:
+def run_text_shard(config: dict, shard: int, n_shards: int, expected_fingerprint: str, params_hash: str,
+                   log_path: Path) -> list[dict]:
     """What the Snakemake rule runs: rebuild the plan, check it is the planned one, extract, write.
 
     Returns the pages read, with their hashes, for the provenance record.
     """
     from annobench.ingest import ListingChanged
-    from annobench.inventory import build_inventory
 
     inputs = config["input"]
     with job_log(log_path) as log:
-        plan = build_text_plan(inputs["page_map"], inputs["pages"], build_inventory(config).n_shards)
+        plan = build_text_plan(inputs["page_map"], inputs["pages"], n_shards)
         if plan.fingerprint(shard) != expected_fingerprint:
             raise ListingChanged(f"the pages or mapping rows of shard {shard} changed after the workflow was planned")
         result = extract_text(

@@ -8,12 +8,10 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this
 from annobench.provenance import record_job  # noqa: E402
 
 from annobench.region_stage import REGION_TABLES, run_regions_shard  # noqa: E402
-from annobench.inventory import build_inventory  # noqa: E402
 
 raw = run_regions_shard(
     config=snakemake.config,
     shard=int(snakemake.wildcards.shard),
-    n_shards=build_inventory(snakemake.config).n_shards,
     images_table=snakemake.input.images,
     table_paths={name: snakemake.output[name] for name in REGION_TABLES},
     maps_dir=snakemake.output.maps,

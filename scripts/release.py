@@ -5,6 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.progress import job_log  # noqa: E402
 from annobench.release import assemble_release  # noqa: E402
 
 with job_log(snakemake.log[0]) as log:

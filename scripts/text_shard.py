@@ -12,6 +12,7 @@ from annobench.text_stage import run_text_shard  # noqa: E402
 raw = run_text_shard(
     config=snakemake.config,
     shard=int(snakemake.wildcards.shard),
+    n_shards=snakemake.params.n_shards,
     expected_fingerprint=snakemake.params.listing,
     params_hash=snakemake.params.params_hash,
     log_path=Path(snakemake.log[0]),

@@ -10,6 +10,7 @@ rule text_shard:
         out(layout.log_file("text", "{shard}")),
     params:
         listing=lambda wildcards: TEXT_PLAN.fingerprint(int(wildcards.shard)),
+        n_shards=INVENTORY.n_shards,
         settings=config["text"],
         params_hash=params_hash(config["text"]),
         code=script_code("text_shard.py"),
