@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -37,25 +39,49 @@ def sample_shard(
 ) -> dict[str, int]:
     params = dsift.DsiftParams.from_config(dsift_config)
     chosen = [(i, p) for i, p in _stored_images(images_table, out_dir) if bow.is_sampled(seed, i, fraction)]
-    samples: dict[str, list[np.ndarray]] = {kind: [] for kind in out_paths}
     progress = Progress(f"bow sample {Path(images_table).stem}", len(chosen), log, every_seconds)
-    for image_id, path in chosen:
-        rgb = read_stored(path)
-        for kind in out_paths:
-            _, descriptors = dsift.describe(rgb, kind, params)
-            samples[kind].append(bow.sample_rows(descriptors, per_image, seed, image_id))
-        progress.step()
-    counts = {}
-    for kind in list(samples):
-        parts = samples.pop(kind)  # free each kind's parts as soon as it is written
-        width = 128 * len(dsift.channels(np.zeros((1, 1, 3), np.uint8), kind, params))
-        array = np.concatenate(parts) if parts else np.empty((0, width), np.float32)
-        del parts
-        with atomic_path(out_paths[kind]) as partial, open(partial, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
-        counts[kind] = len(array)
+    with contextlib.ExitStack() as stack:
+        writers = {kind: stack.enter_context(_npy_rows(path, _descriptor_width(kind, params)))
+                   for kind, path in out_paths.items()}
+        for image_id, path in chosen:
+            rgb = read_stored(path)
+            for kind, writer in writers.items():
+                _, descriptors = dsift.describe(rgb, kind, params)
+                writer.append(bow.sample_rows(descriptors, per_image, seed, image_id))
+            progress.step()
     progress.finish()
-    return counts
+    return {kind: writer.count for kind, writer in writers.items()}
+
+
+def _descriptor_width(kind: str, params: dsift.DsiftParams) -> int:
+    return 128 * len(dsift.channels(np.zeros((1, 1, 3), np.uint8), kind, params))
+
+
+class _RowSink:
+    def __init__(self, handle):
+        self.handle, self.count = handle, 0
+
+    def append(self, rows: np.ndarray) -> None:
+        self.handle.write(np.ascontiguousarray(rows, dtype="<f4").tobytes())
+        self.count += len(rows)
+
+
+@contextlib.contextmanager
+def _npy_rows(final: Path | str, width: int):
+    """Stream float32 rows into an .npy file: at mid-size collections a shard's
+    sample reaches gigabytes, so it goes to disk as it comes, never whole in memory."""
+    with atomic_path(final) as partial:
+        rows_path = Path(f"{partial}.rows")  # same hidden prefix: cleaned up like any partial
+        try:
+            with open(rows_path, "wb") as rows:
+                sink = _RowSink(rows)
+                yield sink
+            with open(partial, "wb") as out, open(rows_path, "rb") as rows:
+                header = {"descr": "<f4", "fortran_order": False, "shape": (sink.count, width)}
+                np.lib.format.write_array_header_1_0(out, header)
+                shutil.copyfileobj(rows, out, 16 << 20)
+        finally:
+            rows_path.unlink(missing_ok=True)
 
 
 def train_kind(

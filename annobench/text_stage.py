@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import pyarrow as pa
 
@@ -63,8 +64,9 @@ SCHEMAS = {
 }
 
 
-@dataclass(frozen=True)
-class MappingRow:
+class MappingRow(NamedTuple):
+    """One image on one page. A tuple, so a million of them sort and dedupe fast at plan time."""
+
     image_id: str
     page_id: str
     img_src: str
@@ -78,16 +80,24 @@ class TextPlan:
     owners: dict[str, int]  # page_id -> shard that writes its copy
     pages_dir: Path
     _fingerprints: dict[int, str] = field(default_factory=dict, repr=False)
+    _page_states: dict[str, str] = field(default_factory=dict, repr=False)
 
     def fingerprint(self, shard: int) -> str:
         """Mapping rows of the shard and size/mtime of their pages: what decides its outputs."""
         if shard not in self._fingerprints:
             digest = hashlib.sha256(f"shards={self.n_shards}\n".encode())
-            for row in self.shards[shard]:
-                digest.update(f"{row.image_id}\t{row.page_id}\t{row.img_src}\t{row.page_url}\t".encode())
-                digest.update(f"{file_state(self.pages_dir / row.page_id)}\n".encode())
+            digest.update("".join(
+                f"{row.image_id}\t{row.page_id}\t{row.img_src}\t{row.page_url}\t{self._page_state(row.page_id)}\n"
+                for row in self.shards[shard]).encode())
             self._fingerprints[shard] = digest.hexdigest()
         return self._fingerprints[shard]
+
+    def _page_state(self, page_id: str) -> str:
+        """Each page is stat'ed once, however many images and shards it serves."""
+        state = self._page_states.get(page_id)
+        if state is None:
+            state = self._page_states[page_id] = file_state(os.path.join(self.pages_dir, page_id))
+        return state
 
 
 def read_mapping(path: Path | str) -> list[MappingRow]:
@@ -95,26 +105,38 @@ def read_mapping(path: Path | str) -> list[MappingRow]:
     if not path.is_file():
         raise InventoryError(f"page mapping {path} does not exist")
     with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"image_id", "page_id", "img_src"} - set(reader.fieldnames or [])
+        reader = csv.reader(handle)
+        header = next(reader, [])
+        missing = {"image_id", "page_id", "img_src"} - set(header)
         if missing:
             raise InventoryError(f"page mapping {path} needs columns image_id,page_id,img_src; missing {sorted(missing)}")
-        rows = [
-            MappingRow(r["image_id"], r["page_id"], r["img_src"], (r.get("page_url") or "").strip())
-            for r in reader
-        ]
-    bad = [r for r in rows if not r.image_id or not r.page_id or ".." in Path(r.page_id).parts]
+        columns = [header.index(name) for name in ("image_id", "page_id", "img_src")]
+        url = header.index("page_url") if "page_url" in header else None
+        rows = [_mapping_row(record, columns, url) for record in reader if record]
+    bad = next((r for r in rows if not r.image_id or not _inside_folder(r.page_id)), None)
     if bad:
-        raise InventoryError(f"page mapping {path}: unusable row {bad[0]} (empty id or a page outside the folder)")
+        raise InventoryError(f"page mapping {path}: unusable row {bad} (empty id or a page outside the folder)")
     return rows
 
 
+def _mapping_row(record: list[str], columns: list[int], url: int | None) -> MappingRow:
+    padded = record + [""] * (len(columns) + 1)  # short rows read as empty fields, as DictReader did
+    page_url = padded[url].strip() if url is not None else ""
+    return MappingRow(padded[columns[0]], padded[columns[1]], padded[columns[2]], page_url)
+
+
+def _inside_folder(page_id: str) -> bool:
+    return bool(page_id) and not page_id.startswith("/") and ".." not in page_id.split("/")
+
+
 def build_text_plan(mapping_path: Path | str, pages_dir: Path | str, n_shards: int) -> TextPlan:
-    rows = sorted(set(read_mapping(mapping_path)), key=lambda r: (r.image_id, r.page_id, r.img_src, r.page_url))
+    rows = sorted(set(read_mapping(mapping_path)))  # tuple order: image, page, src, url
     shards: list[list[MappingRow]] = [[] for _ in range(n_shards)]
     owners: dict[str, int] = {}
+    image_id, shard = None, 0
     for row in rows:  # sorted by image_id: the first image seen on a page is its smallest
-        shard = shard_of(row.image_id, n_shards)
+        if row.image_id != image_id:
+            image_id, shard = row.image_id, shard_of(row.image_id, n_shards)
         shards[shard].append(row)
         owners.setdefault(row.page_id, shard)
     return TextPlan(n_shards=n_shards, shards=shards, owners=owners, pages_dir=Path(pages_dir))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -71,3 +73,51 @@ def test_sampling_is_a_function_of_seed_and_id_only():
     rows = np.arange(1000)[:, None].astype(np.float32)
     np.testing.assert_array_equal(bow.sample_rows(rows, 10, 7, "a"), bow.sample_rows(rows, 10, 7, "a"))
     assert not np.array_equal(bow.sample_rows(rows, 10, 7, "a"), bow.sample_rows(rows, 10, 7, "b"))
+
+
+DSIFT_DEFAULTS = dataclasses.asdict(DsiftParams())
+
+
+def _stored_shard(tmp_path, photos):
+    """A shard as the ingest stage leaves it: resized JPEGs and an images table naming them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from annobench.resize import encode
+
+    (tmp_path / "resized").mkdir()
+    ids, paths = [], []
+    for k, photo in enumerate(photos):
+        rgb = resize_area(decode_image(photo.read_bytes(), DecodeLimits(10**8, 32, 32)).pixels, 240)
+        relative = f"resized/p{k}.jpg"
+        (tmp_path / relative).write_bytes(encode(rgb, {"format": "jpeg", "jpeg_quality": 90}))
+        ids.append(f"p{k}")
+        paths.append(relative)
+    pq.write_table(pa.table({"image_id": ids, "resized_path": paths}), tmp_path / "images.parquet")
+    return tmp_path / "images.parquet"
+
+
+def test_shard_sample_streamed_to_disk_equals_the_rows_chosen_in_memory(tmp_path):
+    from annobench.bow_stages import sample_shard
+    from annobench.resize import read_stored
+
+    table = _stored_shard(tmp_path, bsds_photos(3))
+    outs = {kind: str(tmp_path / f"{kind}.npy") for kind in ("sift", "opponentsift")}
+    counts = sample_shard(table, tmp_path, outs, DSIFT_DEFAULTS, fraction=1.0, per_image=300, seed=7, log=lambda _: None)
+    for kind, path in outs.items():
+        expected = np.concatenate([
+            bow.sample_rows(describe(read_stored(tmp_path / f"resized/p{k}.jpg"), kind, DsiftParams())[1], 300, 7, f"p{k}")
+            for k in range(3)])
+        stored = np.load(path, allow_pickle=False)
+        assert stored.dtype == np.float32 and counts[kind] == len(stored) == 900
+        np.testing.assert_array_equal(stored, expected)
+
+
+def test_a_failed_shard_sample_leaves_neither_outputs_nor_partial_files(tmp_path):
+    from annobench.bow_stages import sample_shard
+
+    table = _stored_shard(tmp_path, bsds_photos(2))
+    (tmp_path / "resized" / "p1.jpg").unlink()
+    outs = {kind: str(tmp_path / "out" / f"{kind}.npy") for kind in ("sift", "csift")}
+    with pytest.raises(OSError, match="cannot read stored image"):
+        sample_shard(table, tmp_path, outs, DSIFT_DEFAULTS, fraction=1.0, per_image=50, seed=7, log=lambda _: None)
+    assert list((tmp_path / "out").iterdir()) == []

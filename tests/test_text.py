@@ -143,3 +143,24 @@ def test_text_command_on_a_real_crawl(tmp_path):
     lines = (tmp_path / "exports" / "text.scofeat").read_text().splitlines()
     assert [line.split()[0] for line in lines] == (tmp_path / "exports" / "text_iids.txt").read_text().split()
     assert (tmp_path / "mapping.csv").is_file() and (tmp_path / "images.csv").is_file()
+
+
+@pytest.mark.parametrize("page_id", ["/etc/passwd", "../outside.html", "a/../../outside.html", ""])
+def test_a_mapping_row_naming_a_page_outside_the_folder_is_refused(tmp_path, page_id):
+    from annobench.inventory import InventoryError
+    from annobench.text_stage import read_mapping
+
+    mapping = tmp_path / "map.csv"
+    mapping.write_text(f"image_id,page_id,img_src\nok,A/page.html,x.jpg\nbad,{page_id},x.jpg\n")
+    with pytest.raises(InventoryError, match="outside the folder"):
+        read_mapping(mapping)
+
+
+def test_mapping_columns_may_come_in_any_order_and_page_url_is_optional(tmp_path):
+    from annobench.text_stage import MappingRow, read_mapping
+
+    mapping = tmp_path / "map.csv"
+    mapping.write_text("img_src,page_url,page_id,image_id\nx.jpg, http://a.org/p ,A/p.html,i1\n")
+    assert read_mapping(mapping) == [MappingRow("i1", "A/p.html", "x.jpg", "http://a.org/p")]
+    mapping.write_text("page_id,image_id,img_src\nA/p.html,i1,x.jpg\n")
+    assert read_mapping(mapping) == [MappingRow("i1", "A/p.html", "x.jpg", "")]
