@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
     audit.set_defaults(run=_audit)
 
-    bench = commands.add_parser("bench", help="run the whole visual pipeline on N real images and print its costs")
+    bench = commands.add_parser("bench", help="run the whole pipeline on N real images and print its costs")
     bench.add_argument("--images", type=int, default=200, help="number of images (BSDS500 photos repeated)")
     bench.add_argument("--cores", type=int, default=2)
     bench.add_argument("--images-per-shard", type=int, default=2000)

@@ -82,6 +82,8 @@ def job_usage(resources: dict) -> dict:
         "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
         "declared_mem_mb": resources.get("mem_mb"),
+        # Snakemake reads mem_mb as 10^6 bytes and derives mem_mib; SLURM's --mem is MiB.
+        "declared_mem_mib": resources.get("mem_mib"),
     }
 
 

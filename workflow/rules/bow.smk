@@ -25,6 +25,7 @@ rule bow_sample:
         code=script_code("bow_sample.py"),
     resources:
         mem_mb=1024,
+        runtime=shard_runtime("bow_sample"),
     conda:
         "../../envs/annobench.yaml"
     script:
@@ -52,6 +53,9 @@ for kind in BOW_KINDS:
         resources:
             # The sample (float32, up to 384 values a descriptor) and one copy of it.
             mem_mb=1024 + (2 * BOW["sample_descriptors"] * 384 * 4) // 2**20,
+            # k-means: about 1e-10 s per sample x word x dimension x iteration on one
+            # core here; four times that, and half an hour for loading and slack.
+            runtime=30 + math.ceil(4e-10 * BOW["sample_descriptors"] * BOW["words"] * 384 * BOW["iterations"] / 60),
         conda:
             "../../envs/annobench.yaml"
         script:
@@ -74,6 +78,7 @@ for kind in BOW_KINDS:
             code=script_code("bow_encode.py"),
         resources:
             mem_mb=1024,
+            runtime=shard_runtime("bow_encode"),
         conda:
             "../../envs/annobench.yaml"
         script:

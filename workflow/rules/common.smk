@@ -1,6 +1,7 @@
 # Shared set-up: the image inventory (which images, which shard), output
 # paths and the fingerprints that make a rule rerun when its code changes.
 
+import math
 import sys
 from pathlib import Path
 
@@ -50,6 +51,25 @@ def out(relative):
 def script_code(script, *modules):
     """Fingerprint of a script, the annobench modules it (or `modules`) imports, and their libraries."""
     return code_fingerprint(Path(workflow.basedir) / "scripts" / script, *modules)
+
+
+# Time limits for cluster schedulers (resource `runtime`, minutes): seconds per
+# image, about ten times what one core of the development machine needs
+# (README, Benchmarks), because a job past its limit is killed and cluster
+# cores and raw image sizes differ; plus a floor for start-up and slow disks.
+SECONDS_PER_IMAGE = {
+    "ingest": 0.5, "colorhist": 0.02, "getlf": 0.02, "gist": 0.2, "bow_sample": 0.2, "bow_encode": 0.3,
+    "text": 1.0, "regions": 1.0,
+}
+
+
+def shard_runtime(stage):
+    """Resource function: minutes a shard job of `stage` may take, from its shard's image count."""
+    def runtime(wildcards):
+        images = len(INVENTORY.shards[int(wildcards.shard)])
+        return 10 + math.ceil(images * SECONDS_PER_IMAGE[stage] / 60)
+
+    return runtime
 
 
 def shard_listing(wildcards):

@@ -35,6 +35,7 @@ for feature in GLOBAL_FEATURES:
         threads: 1
         resources:
             mem_mb=1024,
+            runtime=shard_runtime(feature),
         conda:
             "../../envs/annobench.yaml"
         script:

@@ -19,6 +19,7 @@ rule ingest_shard:
     resources:
         # The largest image allowed, decoded and converted, dominates.
         mem_mb=512 + (config["ingest"]["max_pixels"] * 12) // 2**20,
+        runtime=shard_runtime("ingest"),
     conda:
         "../../envs/annobench.yaml"
     script:

@@ -17,6 +17,7 @@ rule regions_shard:
         code=script_code("regions_shard.py"),
     resources:
         mem_mb=512 + (config["ingest"]["max_pixels"] * 64) // 2**20,
+        runtime=shard_runtime("regions"),
     conda:
         "../../envs/annobench.yaml"
     script:

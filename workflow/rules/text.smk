@@ -17,6 +17,7 @@ rule text_shard:
     resources:
         # A page may be up to max_page_bytes; its DOM takes some ten times that.
         mem_mb=1024 + (12 * config["text"]["max_page_bytes"]) // 2**20,
+        runtime=shard_runtime("text"),
     conda:
         "../../envs/annobench.yaml"
     script:
