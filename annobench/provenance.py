@@ -108,6 +108,9 @@ def record_job(snakemake, raw_inputs: list[dict] | None = None) -> Path:
         "python": platform.python_version(),
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "usage": job_usage(dict(snakemake.resources.items())),
+        "host": platform.node(),
+        # Which cluster job ran it, to match against the scheduler's accounting (sacct).
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
     }
     path = out_dir / RECORDS / f"{record_name(snakemake.rule, wildcards)}.json"
     write_bytes_atomic(path, json.dumps(record, indent=1, sort_keys=True, default=str).encode("utf-8"))

@@ -30,6 +30,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=510_123)
     parser.add_argument("--pages-per-image", type=int, default=2, help="0: no text stage")
+    parser.add_argument("--slurm", action="store_true",
+                        help="plan with config/profiles/slurm and count the cluster jobs its groups make")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         image_list = write_repeated_list(Path(work, "images.csv"), args.images, bsds_photos())
@@ -41,6 +43,8 @@ def main() -> None:
             "output": "out"}))
         command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", work,
                    "--cores", "32", "--configfile", str(config), "-n"]
+        if args.slurm:
+            command += ["--workflow-profile", str(REPO / "config" / "profiles" / "slurm"), "--executor", "slurm"]
         started = time.perf_counter()
         result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         elapsed = time.perf_counter() - started
@@ -49,6 +53,11 @@ def main() -> None:
     total = re.search(r"^total\s+(\d+)", result.stdout, re.MULTILINE)
     print(f"snakemake -n for {args.images} images on {args.pages_per_image} pages each: {elapsed:.1f} s wall, "
           f"peak memory {peak_rss_mb(children=True):.0f} MiB, {total.group(1) if total else '?'} jobs planned")
+    if args.slurm:
+        groups = re.findall(r"Group job (\w+)", result.stdout)
+        single = re.findall(r"^rule (\w+):", result.stdout, re.MULTILINE)  # group members are indented
+        print(f"  cluster jobs: {len(groups) + len(single)} = {len(single)} single ({', '.join(sorted(single))}) + "
+              + " + ".join(f"{groups.count(g)} of group {g}" for g in sorted(set(groups))))
     first_table = result.stdout[: total.end()] if total else ""  # Snakemake prints the table twice
     for rule, count in re.findall(r"^(\w+)\s+(\d+)$", first_table, re.MULTILINE):
         print(f"  {rule:28s} {count:>6s}")

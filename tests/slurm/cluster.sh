@@ -9,8 +9,8 @@
 #   cluster.sh stop STATE_DIR     stop everything (idempotent)
 #   cluster.sh status STATE_DIR   exit 0 iff every daemon is alive
 #
-# All configs, keys, the database, logs and pid files live in STATE_DIR; nothing
-# in /etc or /run is read or written. Only unix sockets and slurmd's spool (which
+# All configs, keys, the database, logs and pid files live in STATE_DIR; no
+# config in /etc or /run is read or written. Only unix sockets and slurmd's spool (which
 # holds per-step sockets) move to a short mktemp dir when STATE_DIR is too long
 # for sun_path; that dir is recorded in STATE_DIR/rundir and removed by stop.
 # STATE_DIR/bin holds wrappers for the SLURM clients with SLURM_CONF built in:
@@ -29,7 +29,7 @@ DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd)   # start order; stop revers
 CLUSTER_NAME=annobench
 ACCOUNT=annobench
 PARTITION=debug
-START_TIMEOUT=${CLUSTER_START_TIMEOUT:-90}   # seconds for the whole of `start`
+START_TIMEOUT=${CLUSTER_START_TIMEOUT:-60}   # seconds for the whole of `start`
 STOP_TIMEOUT=${CLUSTER_STOP_TIMEOUT:-20}     # seconds per daemon before SIGKILL
 
 # The daemons and admin tools live in sbin, which a non-login PATH may lack.
@@ -134,9 +134,9 @@ launch() {
 TAKEN_PORTS=" "
 free_port() {
     local used port i
-    local sl addr rest
+    local addr rest
     used=" "
-    while read -r sl addr rest; do
+    while read -r _ addr rest; do
         [[ $addr == *:* ]] && used+="$((16#${addr##*:})) "
     done < <(tail -q -n +2 /proc/net/tcp /proc/net/tcp6 2>/dev/null)
     for ((i = 0; i < 1000; i++)); do
@@ -164,8 +164,15 @@ wait_for() {
 }
 
 show_logs() {
-    local f
-    for f in "$LOGS"/*; do
+    local d f files=()
+    # A daemon's .out repeats its .log once logging is up; before that (bad
+    # config, missing plugin) only .out has the reason.
+    for d in "${DAEMONS[@]}"; do
+        if [[ -s $LOGS/$d.log ]]; then files+=("$LOGS/$d.log"); else files+=("$LOGS/$d.out"); fi
+    done
+    [[ -s $LOGS/mariadbd.log ]] || files+=("$LOGS/mariadb-install.log")
+    files+=("$LOGS"/smoke-*.out)
+    for f in "${files[@]}"; do
         [[ -s $f ]] || continue
         printf '\n==== %s (last 25 lines) ====\n' "$f" >&2
         tail -n 25 "$f" >&2
@@ -297,7 +304,7 @@ cmd_start() {
     chmod 700 "$STATE"   # munge key and database password live here
     mkdir -p "$PIDS" "$LOGS" "$STATE/munge" "$STATE/slurmctld" "$STATE/mysql" "$STATE/tmp"
 
-    local host; host=$(hostname -s 2>/dev/null || uname -n)
+    local host; host=$(hostname -s 2>/dev/null || uname -n); host=${host%%.*}
     # sun_path holds 107 bytes, and slurmd names step sockets
     # "<spool>/<node>_<jobid>.<stepid>[.<comp>]" in its spool dir.
     if (( ${#RUN} + ${#host} + 48 > 107 )); then
@@ -394,18 +401,38 @@ stop_daemon() {
     rm -f "$PIDS/$name.pid"
 }
 
+# "PID PPID" for every process, from /proc (procps may be missing).
+pid_ppid_pairs() {
+    local f stat rest
+    for f in /proc/[0-9]*/stat; do
+        stat=$(cat "$f" 2>/dev/null) || continue
+        rest=${stat##*) }          # fields after "(comm)": state ppid ...
+        rest=${rest#* }
+        echo "${stat%% *} ${rest%% *}"
+    done
+}
+
 # slurmstepd outlives slurmd; ours inherit slurmd's SLURM_CONF, which tells
-# them apart from another cluster's.
+# them apart from another cluster's. Their job processes go with them.
 stop_stepds() {
-    local p pids=()
+    local p pid ppid pids=() kids
     for p in /proc/[0-9]*; do
         [[ $(cat "$p/comm" 2>/dev/null) == slurmstepd ]] || continue
-        tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" || continue
+        tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qxF "SLURM_CONF=$SLURM_CONF" || continue
         pids+=("${p#/proc/}")
     done
     ((${#pids[@]})) || return 0
-    log "killing leftover slurmstepd ${pids[*]}"
-    kill -KILL "${pids[@]}" 2>/dev/null || true
+    # Add descendants until nothing new turns up.
+    kids=" ${pids[*]} "
+    local grew=1
+    while ((grew)); do
+        grew=0
+        while read -r pid ppid; do
+            if [[ $kids == *" $ppid "* && $kids != *" $pid "* ]]; then kids+="$pid "; grew=1; fi
+        done < <(pid_ppid_pairs)
+    done
+    log "killing leftover slurmstepd ${pids[*]} and their processes:$kids"
+    kill -KILL $kids 2>/dev/null || true
 }
 
 cmd_stop() {
@@ -431,7 +458,7 @@ cmd_stop() {
     done
     # The short socket dir outside STATE_DIR is ours alone (mktemp).
     if [[ -f $STATE/rundir ]]; then
-        [[ $RUN == "${TMPDIR:-/tmp}"/slurm.* ]] && rm -rf -- "$RUN"
+        if [[ -d $RUN && ${RUN##*/} == slurm.?????? ]]; then rm -rf -- "$RUN"; fi
         rm -f "$STATE/rundir"
     else
         rm -f "$RUN"/*.sock "$RUN"/*.sock.lock
