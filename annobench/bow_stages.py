@@ -87,17 +87,33 @@ def _npy_rows(final: Path | str, width: int):
 def train_kind(
     sample_paths: list[str], kind: str, params: dict, out_path: Path | str, log: Log = print
 ) -> np.ndarray:
-    """Concatenate the shards' samples (in shard order) and run k-means."""
-    parts = [np.load(path, allow_pickle=False) for path in sorted(sample_paths)]
-    sample = np.concatenate(parts)
-    log(f"{kind}: {len(sample)} sampled descriptors of {sample.shape[1]} values from {len(parts)} shard(s)")
-    if len(sample) > params["sample_descriptors"]:
-        keep = np.sort(np.random.default_rng(params["seed"]).choice(len(sample), params["sample_descriptors"], replace=False))
-        sample = sample[keep]
-        log(f"{kind}: kept {len(sample)} (features.bow.sample_descriptors)")
+    """Concatenate the shards' samples (in shard order), cap them, and run k-means."""
+    sample = _load_capped(sorted(sample_paths), params["sample_descriptors"], params["seed"], kind, log)
     codebook = bow.train_codebook(sample, params["words"], params["iterations"], params["seed"], log=log)
     write_codebook(codebook, kind, params, out_path)
     return codebook
+
+
+def _load_capped(paths: list[str], cap: int, seed: int, kind: str, log: Log) -> np.ndarray:
+    """The rows of all shard samples, or a seeded choice of `cap` of them, in shard order.
+
+    Each row is copied once into one array: the sample is the largest thing in
+    the job (1.25 M x 384 float32 = 1.9 GB at full scale), so no second copy.
+    """
+    shapes = [np.load(path, mmap_mode="r", allow_pickle=False).shape for path in paths]
+    total = sum(rows for rows, _ in shapes)
+    keep = np.sort(np.random.default_rng(seed).choice(total, cap, replace=False)) if total > cap else None
+    sample = np.empty((total if keep is None else cap, shapes[0][1]), dtype=np.float32)
+    filled = offset = 0
+    for path, (n_rows, _) in zip(paths, shapes):
+        part = np.load(path, mmap_mode="r", allow_pickle=False)  # mapped pages count as resident: one at a time
+        rows = part if keep is None else part[keep[(keep >= offset) & (keep < offset + n_rows)] - offset]
+        sample[filled : filled + len(rows)] = rows
+        filled, offset = filled + len(rows), offset + n_rows
+        del part, rows
+    log(f"{kind}: {total} sampled descriptors of {sample.shape[1]} values from {len(paths)} shard(s)"
+        + (f"; kept {cap} (features.bow.sample_descriptors)" if keep is not None else ""))
+    return sample
 
 
 def write_codebook(codebook: np.ndarray, kind: str, params: dict, path: Path | str) -> None:

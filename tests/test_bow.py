@@ -121,3 +121,21 @@ def test_a_failed_shard_sample_leaves_neither_outputs_nor_partial_files(tmp_path
     with pytest.raises(OSError, match="cannot read stored image"):
         sample_shard(table, tmp_path, outs, DSIFT_DEFAULTS, fraction=1.0, per_image=50, seed=7, log=lambda _: None)
     assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize("cap", [10**9, 700])
+def test_codebook_training_reads_shard_samples_as_one_capped_sample(tmp_path, cap):
+    """The sample equals all shards' rows concatenated, then a seeded choice of `cap` of them."""
+    from annobench.bow_stages import train_kind
+
+    parts = [real_descriptors(1), real_descriptors(2)[:500]]
+    paths = []
+    for k, part in enumerate(parts):
+        paths.append(str(tmp_path / f"shard-{k}.npy"))
+        np.save(paths[-1], part)
+    params = {"sample_descriptors": cap, "seed": 5, "words": 16, "iterations": 4}
+    codebook = train_kind(paths, "sift", params, tmp_path / "codebook.parquet", log=lambda _: None)
+    whole = np.concatenate(parts)
+    if len(whole) > cap:
+        whole = whole[np.sort(np.random.default_rng(5).choice(len(whole), cap, replace=False))]
+    np.testing.assert_array_equal(codebook, bow.train_codebook(whole, 16, 4, seed=5))

@@ -51,8 +51,9 @@ for kind in BOW_KINDS:
         # codebook must be the same bytes whatever --cores is.
         threads: 1
         resources:
-            # The sample (float32, up to 384 values a descriptor) and one copy of it.
-            mem_mb=1024 + (2 * BOW["sample_descriptors"] * 384 * 4) // 2**20,
+            # The sample (float32, up to 384 values a descriptor) held once, plus 10 %
+            # for k-means' blocks; 1 GB for Python, NumPy and Arrow.
+            mem_mb=1024 + math.ceil(1.1 * BOW["sample_descriptors"] * 384 * 4 / 10**6),
             # k-means: about 1e-10 s per sample x word x dimension x iteration on one
             # core here; four times that, and half an hour for loading and slack.
             runtime=30 + math.ceil(4e-10 * BOW["sample_descriptors"] * BOW["words"] * 384 * BOW["iterations"] / 60),
