@@ -34,7 +34,9 @@ def slurm_env(tmp_path_factory):
         pytest.skip(f"cannot set up a SLURM cluster on this machine: {install.stderr.strip()}")
     assert install.returncode == 0, install.stderr[-4000:]
     state = tmp_path_factory.mktemp("slurm-cluster")
-    start = subprocess.run(["bash", str(CLUSTER), "start", str(state)], capture_output=True, text=True)
+    # A loaded CI machine may take longer than the script's 60 s default to come up.
+    start = subprocess.run(["bash", str(CLUSTER), "start", str(state)], capture_output=True, text=True,
+                           env={**os.environ, "CLUSTER_START_TIMEOUT": "240"})
     try:
         assert start.returncode == 0, f"the cluster did not start:\n{start.stderr[-6000:]}"
         conf = start.stdout.strip().removeprefix("export SLURM_CONF=")
