@@ -112,12 +112,16 @@ def train_codebook(
 
 
 def _cluster_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int) -> np.ndarray:
+    # Per block, rows sorted by word and summed run by run in float64: linear in the
+    # sample (a one-hot product costs as much as the distances), in a fixed order.
     sums = np.zeros((k, sample.shape[1]), dtype=np.float64)
     for start in range(0, len(sample), BLOCK_ROWS):
         block_labels = labels[start : start + BLOCK_ROWS]
-        one_hot = np.zeros((k, len(block_labels)), dtype=np.float32)
-        one_hot[block_labels, np.arange(len(block_labels))] = 1.0
-        sums += one_hot @ sample[start : start + BLOCK_ROWS]
+        order = np.argsort(block_labels, kind="stable")
+        ordered = block_labels[order]
+        runs = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        rows = sample[start : start + BLOCK_ROWS][order].astype(np.float64)
+        sums[ordered[runs]] += np.add.reduceat(rows, runs, axis=0)
     counts = np.bincount(labels, minlength=k)
     centres = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)
     empty = np.flatnonzero(counts == 0)

@@ -139,3 +139,15 @@ def test_codebook_training_reads_shard_samples_as_one_capped_sample(tmp_path, ca
     if len(whole) > cap:
         whole = whole[np.sort(np.random.default_rng(5).choice(len(whole), cap, replace=False))]
     np.testing.assert_array_equal(codebook, bow.train_codebook(whole, 16, 4, seed=5))
+
+
+def test_cluster_means_are_the_means_of_each_words_rows():
+    sample = real_descriptors(10)  # more rows than one block
+    assert len(sample) > bow.BLOCK_ROWS
+    labels = np.arange(len(sample)) % 7
+    labels[labels == 3] = 5  # word 3 left empty: re-seeded with the worst-fitting row
+    distances = np.linspace(0, 1, len(sample), dtype=np.float32)
+    means = bow._cluster_means(sample, labels, distances, 7)
+    for word in (0, 1, 2, 4, 5, 6):
+        np.testing.assert_allclose(means[word], sample[labels == word].astype(np.float64).mean(axis=0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(means[3], sample[np.argmax(distances)])
