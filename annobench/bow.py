@@ -7,8 +7,11 @@ inputs and seed give byte-identical samples, codebooks and vectors.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Iterator
 
 import numpy as np
 
@@ -52,20 +55,36 @@ def sample_rows(descriptors: np.ndarray, per_image: int, seed: int, image_id: st
     return descriptors[chosen]
 
 
-def nearest(descriptors: np.ndarray, codebook: np.ndarray, codebook_sq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Index of the nearest word (ties: lowest index) and the squared distance, block by block."""
+def nearest(
+    descriptors: np.ndarray, codebook: np.ndarray, codebook_sq: np.ndarray | None = None, pool: Executor | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Index of the nearest word (ties: lowest index) and the squared distance, block by block.
+
+    Blocks are fixed slices, each computed alone (BLAS on one thread): with a
+    thread pool they run side by side and give the same bits as without.
+    """
     if codebook_sq is None:
         codebook_sq = np.einsum("ij,ij->i", codebook, codebook)
     labels = np.empty(len(descriptors), dtype=np.int64)
     distances = np.empty(len(descriptors), dtype=np.float32)
-    for start in range(0, len(descriptors), BLOCK_ROWS):
+
+    def one_block(start: int) -> None:
         block = descriptors[start : start + BLOCK_ROWS]
         scores = codebook_sq[None, :] - 2.0 * (block @ codebook.T)  # |x - c|^2 - |x|^2
         best = np.argmin(scores, axis=1)
         labels[start : start + len(block)] = best
         block_sq = np.einsum("ij,ij->i", block, block)
         distances[start : start + len(block)] = np.maximum(scores[np.arange(len(block)), best] + block_sq, 0.0)
+
+    for _ in _each_block(one_block, len(descriptors), pool):
+        pass
     return labels, distances
+
+
+def _each_block(work, n_rows: int, pool: Executor | None) -> Iterator:
+    """work(start) for every block, results in block order as they come (not all held at once)."""
+    starts = range(0, n_rows, BLOCK_ROWS)
+    return pool.map(work, starts) if pool else map(work, starts)
 
 
 def kmeans_plus_plus(data: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -83,11 +102,14 @@ def kmeans_plus_plus(data: np.ndarray, k: int, rng: np.random.Generator) -> np.n
 
 
 def train_codebook(
-    sample: np.ndarray, k: int, iterations: int, seed: int, init_size: int = 20000, log=lambda line: None
+    sample: np.ndarray, k: int, iterations: int, seed: int, init_size: int = 20000, log=lambda line: None,
+    threads: int = 1,
 ) -> np.ndarray:
     """k-means (Lloyd) on the sample, seeded by k-means++ on a subsample of it.
 
-    Memory is a few blocks of BLOCK_ROWS x k besides the sample itself.
+    Memory is a few blocks of BLOCK_ROWS x k besides the sample itself. The
+    Lloyd steps run on `threads` threads, block by block; the codebook is the
+    same bytes for any number of threads.
     """
     sample = np.ascontiguousarray(sample, dtype=np.float32)
     if len(sample) < k:
@@ -99,29 +121,35 @@ def train_codebook(
     subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(init_size, k)), replace=False))]
     centres = kmeans_plus_plus(subsample, k, rng)
     labels = np.full(len(sample), -1, dtype=np.int64)
-    for iteration in range(iterations):
-        new_labels, distances = nearest(sample, centres)
-        changed = int((new_labels != labels).sum())
-        labels = new_labels
-        centres = _cluster_means(sample, labels, distances, k)
-        log(f"k-means iteration {iteration + 1}/{iterations}: {changed} assignments changed, "
-            f"mean squared distance {distances.mean():.6f}")
-        if changed == 0:
-            break
+    with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
+        for iteration in range(iterations):
+            new_labels, distances = nearest(sample, centres, pool=pool)
+            changed = int((new_labels != labels).sum())
+            labels = new_labels
+            centres = _cluster_means(sample, labels, distances, k, pool)
+            log(f"k-means iteration {iteration + 1}/{iterations}: {changed} assignments changed, "
+                f"mean squared distance {distances.mean():.6f}")
+            if changed == 0:
+                break
     return centres
 
 
-def _cluster_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int) -> np.ndarray:
+def _cluster_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int,
+                   pool: Executor | None = None) -> np.ndarray:
     # Per block, rows sorted by word and summed run by run in float64: linear in the
-    # sample (a one-hot product costs as much as the distances), in a fixed order.
-    sums = np.zeros((k, sample.shape[1]), dtype=np.float64)
-    for start in range(0, len(sample), BLOCK_ROWS):
+    # sample (a one-hot product costs as much as the distances). Blocks' sums are
+    # added in block order, so threads change nothing.
+    def block_sums(start: int) -> tuple[np.ndarray, np.ndarray]:
         block_labels = labels[start : start + BLOCK_ROWS]
         order = np.argsort(block_labels, kind="stable")
         ordered = block_labels[order]
         runs = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
         rows = sample[start : start + BLOCK_ROWS][order].astype(np.float64)
-        sums[ordered[runs]] += np.add.reduceat(rows, runs, axis=0)
+        return ordered[runs], np.add.reduceat(rows, runs, axis=0)
+
+    sums = np.zeros((k, sample.shape[1]), dtype=np.float64)
+    for words, word_sums in _each_block(block_sums, len(sample), pool):
+        sums[words] += word_sums
     counts = np.bincount(labels, minlength=k)
     centres = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)
     empty = np.flatnonzero(counts == 0)

@@ -85,11 +85,12 @@ def _npy_rows(final: Path | str, width: int):
 
 
 def train_kind(
-    sample_paths: list[str], kind: str, params: dict, out_path: Path | str, log: Log = print
+    sample_paths: list[str], kind: str, params: dict, out_path: Path | str, log: Log = print, threads: int = 1,
 ) -> np.ndarray:
     """Concatenate the shards' samples (in shard order), cap them, and run k-means."""
     sample = _load_capped(sorted(sample_paths), params["sample_descriptors"], params["seed"], kind, log)
-    codebook = bow.train_codebook(sample, params["words"], params["iterations"], params["seed"], log=log)
+    codebook = bow.train_codebook(sample, params["words"], params["iterations"], params["seed"], log=log,
+                                  threads=threads)
     write_codebook(codebook, kind, params, out_path)
     return codebook
 

@@ -1,7 +1,14 @@
 """Snakemake entry point of rules bow_codebook_*; the work is in annobench.bow_stages."""
 
+import os
 import sys
 from pathlib import Path
+
+# Snakemake gives BLAS the job's thread count; k-means threads over fixed blocks
+# instead, each on one BLAS thread, so the codebook bits do not depend on it.
+assert "numpy" not in sys.modules, "BLAS threads must be set before NumPy loads"
+for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS"):
+    os.environ[variable] = "1"
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
@@ -17,5 +24,6 @@ with job_log(snakemake.log[0]) as log:
         params=snakemake.params.settings,
         out_path=snakemake.output[0],
         log=log,
+        threads=snakemake.threads,
     )
 record_job(snakemake)

@@ -151,3 +151,10 @@ def test_cluster_means_are_the_means_of_each_words_rows():
     for word in (0, 1, 2, 4, 5, 6):
         np.testing.assert_allclose(means[word], sample[labels == word].astype(np.float64).mean(axis=0), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(means[3], sample[np.argmax(distances)])
+
+
+def test_codebook_is_the_same_bytes_on_one_or_three_threads():
+    sample = real_descriptors(20)  # three blocks
+    assert len(sample) > 2 * bow.BLOCK_ROWS
+    one = bow.train_codebook(sample, 40, 5, seed=3, threads=1)
+    assert one.tobytes() == bow.train_codebook(sample, 40, 5, seed=3, threads=3).tobytes()

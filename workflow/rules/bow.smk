@@ -47,13 +47,13 @@ for kind in BOW_KINDS:
             kind=kind,
             settings={**CODEBOOK, "dsift": DSIFT},
             code=script_code("bow_codebook.py"),
-        # One thread: BLAS sums in another order with more threads, and the
-        # codebook must be the same bytes whatever --cores is.
-        threads: 1
+        # Threads split k-means into fixed blocks, BLAS stays on one thread: the
+        # codebook is the same bytes whatever the thread count or --cores.
+        threads: BOW["codebook_threads"]
         resources:
-            # The sample (float32, up to 384 values a descriptor) held once, plus 10 %
-            # for k-means' blocks; 1 GB for Python, NumPy and Arrow.
-            mem_mb=1024 + math.ceil(1.1 * BOW["sample_descriptors"] * 384 * 4 / 10**6),
+            # The sample (float32, up to 384 values a descriptor) held once, plus 10 %;
+            # 1 GB for Python, NumPy and Arrow; 128 MB of blocks per thread.
+            mem_mb=1024 + 128 * BOW["codebook_threads"] + math.ceil(1.1 * BOW["sample_descriptors"] * 384 * 4 / 10**6),
             # k-means: about 1e-10 s per sample x word x dimension x iteration on one
             # core here; four times that, and half an hour for loading and slack.
             runtime=30 + math.ceil(4e-10 * BOW["sample_descriptors"] * BOW["words"] * 384 * BOW["iterations"] / 60),
