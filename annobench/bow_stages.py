@@ -25,6 +25,8 @@ from annobench.resize import read_stored
 from annobench.tables import field, vector_column, write_table
 
 Log = Callable[[str], None]
+# Rows read at a time when codebook training loads the shards' samples (100 MB at 384 values).
+SAMPLE_CHUNK_ROWS = 65536
 
 
 def _stored_images(images_table: Path | str, out_dir: Path | str):
@@ -98,23 +100,52 @@ def train_kind(
 def _load_capped(paths: list[str], cap: int, seed: int, kind: str, log: Log) -> np.ndarray:
     """The rows of all shard samples, or a seeded choice of `cap` of them, in shard order.
 
-    Each row is copied once into one array: the sample is the largest thing in
-    the job (1.25 M x 384 float32 = 1.9 GB at full scale), so no second copy.
+    The sample is the largest thing in the job (1.25 M x 384 float32 = 1.9 GB
+    at full scale), so rows go straight into one array, read in chunks:
+    neither a second copy nor a mapped file (whose pages would count as the
+    job's memory) ever sits beside it.
     """
-    shapes = [np.load(path, mmap_mode="r", allow_pickle=False).shape for path in paths]
+    shapes = [_npy_shape(path) for path in paths]
     total = sum(rows for rows, _ in shapes)
     keep = np.sort(np.random.default_rng(seed).choice(total, cap, replace=False)) if total > cap else None
     sample = np.empty((total if keep is None else cap, shapes[0][1]), dtype=np.float32)
     filled = offset = 0
     for path, (n_rows, _) in zip(paths, shapes):
-        part = np.load(path, mmap_mode="r", allow_pickle=False)  # mapped pages count as resident: one at a time
-        rows = part if keep is None else part[keep[(keep >= offset) & (keep < offset + n_rows)] - offset]
-        sample[filled : filled + len(rows)] = rows
-        filled, offset = filled + len(rows), offset + n_rows
-        del part, rows
+        for first, chunk in _npy_chunks(path):
+            if keep is not None:
+                lo, hi = np.searchsorted(keep, [offset + first, offset + first + len(chunk)])
+                chunk = chunk[keep[lo:hi] - offset - first]
+            sample[filled : filled + len(chunk)] = chunk
+            filled += len(chunk)
+        offset += n_rows
     log(f"{kind}: {total} sampled descriptors of {sample.shape[1]} values from {len(paths)} shard(s)"
         + (f"; kept {cap} (features.bow.sample_descriptors)" if keep is not None else ""))
     return sample
+
+
+def _npy_header(handle) -> tuple[int, int]:
+    version = np.lib.format.read_magic(handle)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran_order, dtype = read(handle)
+    if len(shape) != 2 or fortran_order or dtype != np.dtype("<f4"):
+        raise ValueError(f"{handle.name}: expected float32 rows, found {dtype} {shape}")
+    return shape
+
+
+def _npy_shape(path: str) -> tuple[int, int]:
+    with open(path, "rb") as handle:
+        return _npy_header(handle)
+
+
+def _npy_chunks(path: str):
+    """(first row, rows) of a float32 row file, SAMPLE_CHUNK_ROWS at a time."""
+    with open(path, "rb") as handle:
+        n_rows, width = _npy_header(handle)
+        for first in range(0, n_rows, SAMPLE_CHUNK_ROWS):
+            chunk = np.empty((min(SAMPLE_CHUNK_ROWS, n_rows - first), width), dtype="<f4")
+            if handle.readinto(memoryview(chunk).cast("B")) != chunk.nbytes:
+                raise ValueError(f"{path}: truncated sample file")
+            yield first, chunk
 
 
 def write_codebook(codebook: np.ndarray, kind: str, params: dict, path: Path | str) -> None:

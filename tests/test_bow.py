@@ -124,9 +124,12 @@ def test_a_failed_shard_sample_leaves_neither_outputs_nor_partial_files(tmp_path
 
 
 @pytest.mark.parametrize("cap", [10**9, 700])
-def test_codebook_training_reads_shard_samples_as_one_capped_sample(tmp_path, cap):
+def test_codebook_training_reads_shard_samples_as_one_capped_sample(tmp_path, monkeypatch, cap):
     """The sample equals all shards' rows concatenated, then a seeded choice of `cap` of them."""
+    from annobench import bow_stages
     from annobench.bow_stages import train_kind
+
+    monkeypatch.setattr(bow_stages, "SAMPLE_CHUNK_ROWS", 128)  # many chunks per shard file
 
     parts = [real_descriptors(1), real_descriptors(2)[:500]]
     paths = []
