@@ -4,8 +4,11 @@ A release holds every table, stored image, codebook, projection and export
 of a build (hard links, or copies across file systems), and:
 
 - MANIFEST.jsonl: one line per file, released or intermediate, with its
-  sha256, size, row count, the rule and parameters that made it, the files
-  it was made from (with their sha256) and the raw inputs behind it;
+  sha256, size, row count and the job that made it;
+- JOBS.jsonl: one line per job: its rule, wildcards and parameters, the
+  files it read (with their sha256) and the raw inputs behind it. Each job
+  is written once, however many files it made (a shard's 2,000 stored
+  images share one line);
 - RELEASE.json: code version (commit, dirty tree), Python and every
   installed distribution's version, Snakemake's version and command line,
   the config, the time and the folders (times and absolute paths live here
@@ -37,8 +40,8 @@ from annobench.fsutil import atomic_path
 from annobench.provenance import RECORDS, describe_file, sha256_file
 
 RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports")
-MANIFEST, HEADER, CRATE = "MANIFEST.jsonl", "RELEASE.json", "ro-crate-metadata.json"
-OWN_FILES = {MANIFEST, HEADER, CRATE}
+MANIFEST, JOBS, HEADER, CRATE = "MANIFEST.jsonl", "JOBS.jsonl", "RELEASE.json", "ro-crate-metadata.json"
+OWN_FILES = {MANIFEST, JOBS, HEADER, CRATE}
 # Snakemake marks a folder output as complete with this file; it is not data.
 SNAKEMAKE_MARKER = ".snakemake_timestamp"
 PROCESS_PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
@@ -56,43 +59,51 @@ def released_files(out_dir: Path) -> list[str]:
     )
 
 
-def manifest_entries(out_dir: Path, records: list[dict]) -> list[dict]:
-    """Released files and the intermediate files behind them, each with its lineage."""
+def manifest_entries(out_dir: Path, records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Released files and the intermediate files behind them, and the jobs that made them."""
     made_by = {}
     for record in records:
         for output in record["outputs"]:
             made_by[output["path"]] = (record, output)
     released_set = set(released_files(out_dir))
-    entries, todo, seen = [], sorted(released_set), set()
+    files, jobs, todo, seen = [], {}, sorted(released_set), set()
     while todo:
         path = todo.pop()
         if path in seen:
             continue
         seen.add(path)
-        released = path in released_set
         record, output = made_by.get(path, (None, None))
         file = out_dir / path
         # A job hashed its outputs as it wrote them; only files without a record are read here.
         described = output or (describe_file(file, out_dir) if file.is_file() else {})
-        entry = {
+        job = _job_name(record) if record else None
+        files.append({
             "path": path,
-            "released": released,
+            "released": path in released_set,
             "sha256": described.get("sha256"),
             "size": described.get("size"),
             "rows": _rows(file) if file.suffix == ".parquet" and file.is_file() else None,
             "rule": record["rule"] if record else None,
-            "job": _job_name(record) if record else None,
-            "wildcards": record["wildcards"] if record else None,
-            "params": record["params"] if record else None,
-            "params_hash": params_hash(record["params"]) if record else None,
-            "inputs": [{"path": i["path"], "sha256": i["sha256"]} for i in record["inputs"]] if record else [],
-            "raw_inputs": record["raw_inputs"] if record else [],
-            "finished": record["finished"] if record else None,
-        }
-        entries.append(entry)
-        # Files of the build it was made from: released or not, their lineage is followed too.
-        todo.extend(source["path"] for source in entry["inputs"] if not os.path.isabs(source["path"]))
-    return sorted(entries, key=lambda e: e["path"])
+            "job": job,
+        })
+        if record and job not in jobs:
+            jobs[job] = job_entry(record)
+            # Files of the build it was made from: released or not, their lineage is followed too.
+            todo.extend(source["path"] for source in jobs[job]["inputs"] if not os.path.isabs(source["path"]))
+    return sorted(files, key=lambda e: e["path"]), [jobs[name] for name in sorted(jobs)]
+
+
+def job_entry(record: dict) -> dict:
+    return {
+        "job": _job_name(record),
+        "rule": record["rule"],
+        "wildcards": record["wildcards"],
+        "params": record["params"],
+        "params_hash": params_hash(record["params"]),
+        "inputs": [{"path": i["path"], "sha256": i["sha256"]} for i in record["inputs"]],
+        "raw_inputs": record["raw_inputs"],
+        "finished": record["finished"],
+    }
 
 
 def _job_name(record: dict) -> str:
@@ -155,17 +166,24 @@ def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict,
                      n_shards: int) -> int:
     out_dir, release_dir = Path(out_dir), Path(release_dir)
     records = load_records(out_dir)
-    entries = manifest_entries(out_dir, records)
+    entries, jobs = manifest_entries(out_dir, records)
     with atomic_path(release_dir) as partial:
         partial.mkdir()
         for entry in entries:
             if entry["released"]:
                 _link(out_dir / entry["path"], partial / entry["path"])
-        (partial / MANIFEST).write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in entries), "utf-8")
+        _write_jsonl(partial / MANIFEST, entries)
+        _write_jsonl(partial / JOBS, jobs)
         info = header(out_dir, config, Path(workflow_dir), n_shards)
         (partial / HEADER).write_text(json.dumps(info, indent=1, sort_keys=True, default=str), "utf-8")
         (partial / CRATE).write_text(json.dumps(ro_crate(entries, records, info), indent=1, sort_keys=True), "utf-8")
     return sum(e["released"] for e in entries)
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, sort_keys=True) + "\n")
 
 
 def _link(source: Path, target: Path) -> None:
@@ -237,7 +255,16 @@ class Problem:
 
 
 def read_manifest(release_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (release_dir / MANIFEST).read_text("utf-8").splitlines() if line]
+    return _read_jsonl(release_dir / MANIFEST)
+
+
+def read_jobs(release_dir: Path) -> dict[str, dict]:
+    return {job["job"]: job for job in _read_jsonl(release_dir / JOBS)} if (release_dir / JOBS).is_file() else {}
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 def audit(release_dir: Path | str, recompute: int = 0, seed: int = 0) -> list[Problem]:
@@ -245,7 +272,7 @@ def audit(release_dir: Path | str, recompute: int = 0, seed: int = 0) -> list[Pr
     if not (release_dir / MANIFEST).is_file():
         return [Problem("missing", MANIFEST, "not a release folder: no manifest")]
     entries = read_manifest(release_dir)
-    problems = check_files(release_dir, entries) + check_lineage(entries)
+    problems = check_files(release_dir, entries) + check_lineage(entries, read_jobs(release_dir))
     if recompute:
         problems += recompute_jobs(release_dir, entries, recompute, seed)
     return problems
@@ -267,33 +294,43 @@ def check_files(release_dir: Path, entries: list[dict]) -> list[Problem]:
     return problems
 
 
-def check_lineage(entries: list[dict]) -> list[Problem]:
-    """Every input is a manifest entry with that hash, or a raw input whose file still has its hash."""
-    problems, by_path, checked = [], {e["path"]: e for e in entries}, {}
+def check_lineage(entries: list[dict], jobs: dict[str, dict]) -> list[Problem]:
+    """Every file was made by a listed job; every input of a job is a manifest entry with that
+    hash, or a raw input whose file still has its hash. Each job is checked once."""
+    problems, by_path, checked, job_problems = [], {e["path"]: e for e in entries}, {}, {}
     for entry in entries:
-        if entry["rule"] is None:
+        job = jobs.get(entry["job"]) if entry["job"] else None
+        if job is None:
             problems.append(Problem("unclosed", entry["path"], "no job record says how it was made"))
             continue
-        for source in entry["inputs"]:
-            if os.path.isabs(source["path"]):
-                problems += _check_raw(entry["path"], source["path"], source["sha256"], checked)
-            elif by_path.get(source["path"], {}).get("sha256") != source["sha256"]:
-                problems.append(Problem("unclosed", entry["path"], f"made from {source['path']}, which the manifest "
-                                        "does not hold with the same sha256"))
-        for raw in entry["raw_inputs"]:
-            if raw["sha256"] is not None:
-                problems += _check_raw(entry["path"], raw["absolute_path"], raw["sha256"], checked)
+        if entry["job"] not in job_problems:
+            job_problems[entry["job"]] = _job_lineage(job, by_path, checked)
+        problems += [Problem(kind, entry["path"], detail) for kind, detail in job_problems[entry["job"]]]
     return problems
 
 
-def _check_raw(made: str, path: str, sha256: str, checked: dict[str, str | None]) -> list[Problem]:
+def _job_lineage(job: dict, by_path: dict[str, dict], checked: dict[str, str | None]) -> list[tuple[str, str]]:
+    found = []
+    for source in job["inputs"]:
+        if os.path.isabs(source["path"]):
+            found += _check_raw(source["path"], source["sha256"], checked)
+        elif by_path.get(source["path"], {}).get("sha256") != source["sha256"]:
+            found.append(("unclosed", f"made from {source['path']}, which the manifest does not hold with the "
+                                      "same sha256"))
+    for raw in job["raw_inputs"]:
+        if raw["sha256"] is not None:
+            found += _check_raw(raw["absolute_path"], raw["sha256"], checked)
+    return found
+
+
+def _check_raw(path: str, sha256: str, checked: dict[str, str | None]) -> list[tuple[str, str]]:
     if path not in checked:
         checked[path] = sha256_file(path) if Path(path).is_file() else None
     now = checked[path]
     if now == sha256:
         return []
     detail = "is gone" if now is None else "has changed since the build"
-    return [Problem("stale", made, f"raw input {path} {detail}")]
+    return [("stale", f"raw input {path} {detail}")]
 
 
 # --- recompute ---------------------------------------------------------------------
@@ -330,12 +367,11 @@ def recompute_named_job(release_dir: Path, job: str) -> list[Problem]:
     info = json.loads((release_dir / HEADER).read_text("utf-8"))
     outputs = [e for e in read_manifest(release_dir) if e["released"] and e["job"] == job]
     with tempfile.TemporaryDirectory(prefix="annobench-recompute-") as scratch:
-        return recompute_job(release_dir, info, outputs, Path(scratch))
+        return recompute_job(release_dir, info, read_jobs(release_dir)[job], outputs, Path(scratch))
 
 
-def recompute_job(release_dir: Path, info: dict, outputs: list[dict], scratch: Path) -> list[Problem]:
+def recompute_job(release_dir: Path, info: dict, entry: dict, outputs: list[dict], scratch: Path) -> list[Problem]:
     """Rebuild one job's outputs from its recorded inputs and parameters; compare them byte for byte."""
-    entry = outputs[0]
     rule, params = entry["rule"], entry["params"]
     config = json.loads(json.dumps(info["config"]))
     config["output"] = str(scratch)
@@ -343,7 +379,7 @@ def recompute_job(release_dir: Path, info: dict, outputs: list[dict], scratch: P
         if not os.path.isabs(source["path"]) and (release_dir / source["path"]).is_file():
             _link(release_dir / source["path"], scratch / source["path"])
     shard = int((entry["wildcards"] or {}).get("shard", 0))
-    run_rule(rule, params, config, entry, shard, scratch, info["n_shards"])
+    run_rule(rule, params, config, entry, shard, scratch, info["n_shards"], outputs)
     problems = []
     for output in outputs:
         rebuilt = scratch / output["path"]
@@ -352,7 +388,8 @@ def recompute_job(release_dir: Path, info: dict, outputs: list[dict], scratch: P
     return problems
 
 
-def run_rule(rule: str, params: dict, config: dict, entry: dict, shard: int, scratch: Path, n_shards: int) -> None:
+def run_rule(rule: str, params: dict, config: dict, entry: dict, shard: int, scratch: Path, n_shards: int,
+             outputs: list[dict]) -> None:
     """Run one job's computation into `scratch`, reading raw inputs where the manifest says they were."""
     log = lambda line: None  # noqa: E731
     if rule == "ingest_shard":
@@ -366,13 +403,13 @@ def run_rule(rule: str, params: dict, config: dict, entry: dict, shard: int, scr
         from annobench.bow_stages import encode_shard
 
         encode_shard(params["kind"], scratch / _input(entry, "tables/images/"), scratch,
-                     scratch / _input(entry, "artefacts/codebook_"), params["settings"], scratch / entry["path"], log)
+                     scratch / _input(entry, "artefacts/codebook_"), params["settings"], scratch / outputs[0]["path"], log)
     elif rule.startswith("feature_"):
         from annobench.features import feature_shard
 
         projection = next((i["path"] for i in entry["inputs"] if "getlf_projection" in i["path"]), None)
         feature_shard(params["feature"], params["settings"], scratch / _input(entry, "tables/images/"), scratch,
-                      scratch / entry["path"], scratch / projection if projection else None, log)
+                      scratch / outputs[0]["path"], scratch / projection if projection else None, log)
     elif rule == "text_shard":
         from annobench.pages import PageLimits
         from annobench.text_features import TextParams

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from annobench.release import HEADER, MANIFEST, audit, main_audit, read_manifest
+from annobench.release import HEADER, JOBS, MANIFEST, audit, main_audit, read_jobs, read_manifest
 from conftest import REPO, run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -54,12 +54,16 @@ def test_demo_release_passes_its_audit_and_recomputes_bit_for_bit(release):
     entries = read_manifest(release)
     released = [e for e in entries if e["released"]]
     assert {e["path"].split("/")[0] for e in released} >= {"tables", "resized", "artefacts", "exports", "segmentations"}
+    jobs = read_jobs(release)
     images = next(e for e in entries if e["path"] == "tables/images/shard-00000.parquet")
     assert images["rule"] == "ingest_shard" and images["rows"] == 8
-    assert {r["path"] for r in images["raw_inputs"]} >= {"astronaut.jpg", "truncated.jpg"}
+    assert {r["path"] for r in jobs[images["job"]]["raw_inputs"]} >= {"astronaut.jpg", "truncated.jpg"}
     codebook = next(e for e in entries if e["path"] == "artefacts/codebook_sift.parquet")
-    sample = codebook["inputs"][0]["path"]
+    sample = jobs[codebook["job"]]["inputs"][0]["path"]
     assert sample.startswith("work/bow_sample/") and not next(e for e in entries if e["path"] == sample)["released"]
+    # Lineage is written once per job: a file's line names its job and stays short.
+    assert {e["job"] for e in entries} == set(jobs) and len(jobs) == len(list((release / JOBS).open()))
+    assert max(len(line) for line in (release / MANIFEST).open()) < 1000
     info = json.loads((release / HEADER).read_text())
     assert info["code"]["commit"] and info["dependencies"]["numpy"] and info["snakemake"]
     assert any("snakemake" in part for part in info["command_line"])
@@ -100,16 +104,16 @@ def test_two_builds_in_different_folders_have_the_same_data_and_manifest(release
         if entry["released"]:
             assert (release / entry["path"]).read_bytes() == (other / entry["path"]).read_bytes(), entry["path"]
 
-    def comparable(folder: Path) -> list[dict]:
-        entries = read_manifest(folder)
-        for entry in entries:
-            entry.pop("finished")
-            for raw in entry["raw_inputs"]:
+    def comparable(folder: Path) -> tuple[list[dict], list[dict]]:
+        jobs = list(read_jobs(folder).values())
+        for job in jobs:
+            job.pop("finished")
+            for raw in job["raw_inputs"]:
                 raw.pop("absolute_path")
-            for source in entry["inputs"]:  # a raw file named by Snakemake (the page mapping)
+            for source in job["inputs"]:  # a raw file named by Snakemake (the page mapping)
                 if source["path"].startswith("/"):
                     source["path"] = Path(source["path"]).name
-        return entries
+        return read_manifest(folder), jobs
 
     assert comparable(release) == comparable(other)
 
