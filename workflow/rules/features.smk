@@ -11,6 +11,8 @@ rule getlf_projection:
     params:
         settings=config["features"]["getlf"],
         code=script_code("getlf_projection.py"),
+    resources:
+        mem_mb=512,
     conda:
         "../../envs/annobench.yaml"
     script:

@@ -42,6 +42,9 @@ rule duplicates:
     params:
         params_hash=params_hash(INGEST_PARAMS),
         code=script_code("find_duplicates.py"),
+    resources:
+        # Every image's id and sha256 in memory.
+        mem_mb=1024 + INVENTORY.n_images // 1000,
     conda:
         "../../envs/annobench.yaml"
     script:

@@ -34,6 +34,9 @@ rule text_scofeat:
         out("logs/text_scofeat.log"),
     params:
         code=script_code("text_scofeat.py"),
+    resources:
+        # Every image's .scofeat line is held to sort them: a few KB an image.
+        mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,
     conda:
         "../../envs/annobench.yaml"
     script:
