@@ -28,13 +28,15 @@ def bsds_photos(n: int | None = None) -> list[Path]:
     return photos[:n] if n else photos
 
 
-def run_snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None,
+                  timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run our Snakefile with `workdir` as working directory (its .snakemake lives there).
 
     Snakemake writes its report to stderr; it is merged into `stdout` here.
     """
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-6000:]}")
     return result

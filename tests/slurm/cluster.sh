@@ -183,7 +183,9 @@ sql() { mariadb --no-defaults --protocol=socket --socket="$RUN/mysql.sock" -uroo
 
 write_slurm_conf() {
     local host=$1 cpus mem
-    cpus=$(nproc)
+    # nproc obeys OMP_NUM_THREADS, which test processes pin to 1: count the
+    # CPUs this process may run on instead.
+    cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
     # Slurm drains a node whose RealMemory exceeds what slurmd finds, and jobs
     # can only get memory that is really there: stay a bit below MemAvailable.
     mem=$(awk '/^MemAvailable:/ {printf "%d", $2 / 1024 * 0.9}' /proc/meminfo)
