@@ -47,7 +47,7 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     options = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", str(cores),
                "--configfile", str(workdir / "config.yaml"), "--quiet", "all"]
-    codebooks = _codebook_targets(workdir)
+    codebooks = _codebook_targets()
     walls = {}
     for step, targets in (("ingest, samples, codebooks", codebooks), ("everything else", ["all"])):
         started = time.perf_counter()
@@ -59,7 +59,7 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
     return summarise(workdir / "out", n_images, cores, walls, out)
 
 
-def _codebook_targets(workdir: Path) -> list[str]:
+def _codebook_targets() -> list[str]:
     from annobench.config import load_config
 
     kinds = load_config(REPO / "config" / "config.yaml")["features"]["bow"]["kinds"]
@@ -111,14 +111,12 @@ def _fresh_dir(path: Path) -> Path:
     return path
 
 
-def _codebook_scale(out_dir: Path, kind: str) -> float:
-    """k-means time grows with the sample: how much bigger the full-scale sample is than this one's."""
-    import numpy as np
+def _codebook_scale(out_dir: Path, record: dict) -> float:
+    """k-means time grows with the sample: how much bigger the configured sample is than this job's."""
+    from annobench.bow_stages import npy_shape
 
-    from annobench.config import load_config
-
-    full = load_config(REPO / "config" / "config.yaml")["features"]["bow"]["sample_descriptors"]
-    rows = sum(np.load(p, mmap_mode="r").shape[0] for p in (out_dir / "work" / "bow_sample" / kind).glob("*.npy"))
+    full = record["params"]["settings"]["sample_descriptors"]
+    rows = sum(npy_shape(out_dir / source["path"])[0] for source in record["inputs"])
     return full / min(rows, full) if rows else 1.0
 
 
@@ -131,6 +129,8 @@ def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float],
         rule = by_rule[record["rule"]]
         rule["jobs"] += 1
         rule["cpu"] += usage.get("cpu_seconds", 0.0)
+        if record["rule"].startswith("bow_codebook_"):
+            rule["full_sample_cpu"] = usage.get("cpu_seconds", 0.0) * _codebook_scale(out_dir, record)
         rule["peak"] = max(rule["peak"], usage.get("peak_rss_mib", 0.0))
         declared = usage.get("declared_mem_mib")
         rule["declared"] = declared
@@ -139,8 +139,7 @@ def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float],
     cpu_of = lambda prefixes: sum(r["cpu"] for name, r in by_rule.items() if name.startswith(prefixes))  # noqa: E731
     visual_cpu, other_cpu = cpu_of(VISUAL), cpu_of(PER_IMAGE_OTHER)
     per_image_cpu = visual_cpu + other_cpu
-    codebooks = [r["cpu"] * _codebook_scale(out_dir, name.removeprefix("bow_codebook_"))
-                 for name, r in by_rule.items() if name.startswith("bow_codebook_")]
+    codebooks = [r["full_sample_cpu"] for r in by_rule.values() if "full_sample_cpu" in r]
     visual_rate = n_images / visual_cpu
 
     print(f"{n_images} images, --cores {cores}: " + ", ".join(f"{step} {wall:.1f} s" for step, wall in walls.items())

@@ -105,7 +105,7 @@ def _load_capped(paths: list[str], cap: int, seed: int, kind: str, log: Log) -> 
     neither a second copy nor a mapped file (whose pages would count as the
     job's memory) ever sits beside it.
     """
-    shapes = [_npy_shape(path) for path in paths]
+    shapes = [npy_shape(path) for path in paths]
     total = sum(rows for rows, _ in shapes)
     keep = np.sort(np.random.default_rng(seed).choice(total, cap, replace=False)) if total > cap else None
     sample = np.empty((total if keep is None else cap, shapes[0][1]), dtype=np.float32)
@@ -132,7 +132,7 @@ def _npy_header(handle) -> tuple[int, int]:
     return shape
 
 
-def _npy_shape(path: str) -> tuple[int, int]:
+def npy_shape(path: str) -> tuple[int, int]:
     with open(path, "rb") as handle:
         return _npy_header(handle)
 

@@ -228,6 +228,7 @@ def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
             return {"@id": file_id(path)}
         return {"@id": path if path in released_paths else f"#build/{path}"}
 
+    listed = {node["@id"] for node in graph}
     for record in records:
         graph.append({
             "@id": f"#job-{_job_name(record)}", "@type": "CreateAction", "name": _job_name(record),
@@ -237,8 +238,10 @@ def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
             "result": [ref(o["path"]) for o in record["outputs"]],
         })
         for item in record["inputs"]:  # inputs outside the build (a mapping file) are files too
-            if os.path.isabs(item["path"]) and Path(item["path"]).as_uri() not in {g["@id"] for g in graph}:
-                graph.append({"@id": Path(item["path"]).as_uri(), "@type": "File", "sha256": item["sha256"]})
+            uri = Path(item["path"]).as_uri() if os.path.isabs(item["path"]) else None
+            if uri and uri not in listed:
+                listed.add(uri)
+                graph.append({"@id": uri, "@type": "File", "sha256": item["sha256"]})
     return {"@context": "https://w3id.org/ro/crate/1.1/context", "@graph": graph}
 
 
