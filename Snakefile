@@ -21,6 +21,7 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/bow.smk"
 include: "workflow/rules/text.smk"
 include: "workflow/rules/regions.smk"
+include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/release.smk"
 
 

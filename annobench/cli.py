@@ -187,6 +187,80 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    """Every measure of SPEC 8 for one run against a ground truth, as JSON."""
+    from annobench.benchmark_stage import json_bytes
+    from annobench.fsutil import write_bytes_atomic
+    from annobench.ground_truth import GroundTruthError, read_truth_csv, truth_matrix
+    from annobench.measures import evaluate, per_concept_table
+    from annobench.runs import RunFormatError, read_concepts, read_run
+
+    try:
+        concepts = read_concepts(args.concepts)
+        run = read_run(args.run, concepts, args.concept_lists)
+        label_sets = read_truth_csv(args.truth).label_sets()
+    except RunFormatError as error:
+        return _report_problems(error)
+    except (GroundTruthError, ValueError, OSError) as error:
+        return _fail(error)
+    unknown = sorted({c for labels in label_sets.values() for c in labels} - set(concepts))
+    if unknown:
+        return _fail(f"{args.truth}: concept(s) not in {args.concepts}: {', '.join(unknown[:10])}")
+    missing = sorted(set(label_sets) - set(run.image_ids))
+    if missing:
+        return _fail(f"{args.run}: no line for {len(missing)} image(s) of the ground truth, e.g. "
+                     f"{', '.join(missing[:5])}")
+    truth = truth_matrix(label_sets, run.image_ids, concepts)
+    measures = evaluate(truth, run.scores, run.decisions, run.listed, seed=args.seed, top_k=args.top_k)
+    write_bytes_atomic(args.json, json_bytes(measures))
+    if args.per_concept:
+        table = per_concept_table(truth, run.scores, run.decisions, concepts, run.listed)
+        write_bytes_atomic(args.per_concept, table.to_csv(index=False).encode())
+    print(f"{len(run.image_ids)} images x {len(concepts)} concepts: MAP-samples {measures['MAP-samples']:.4f}, "
+          f"MF1-samples {measures['MF1-samples']:.4f}, MiAP {measures['MiAP']:.4f}, F1_L {measures['F1_L']:.4f} "
+          f"-> {args.json}")
+    return 0
+
+
+def _check_run(args: argparse.Namespace) -> int:
+    from annobench.runs import check_run_main
+
+    return check_run_main(args.concepts, args.run, args.concept_lists)
+
+
+def _label_stats(args: argparse.Namespace) -> int:
+    from annobench.benchmark_stage import json_bytes
+    from annobench.diagnostics import label_set_stats
+    from annobench.fsutil import write_bytes_atomic
+    from annobench.ground_truth import GroundTruthError, read_truth_csv
+
+    try:
+        train, test = read_truth_csv(args.train).label_sets(), read_truth_csv(args.test).label_sets()
+    except GroundTruthError as error:
+        return _fail(error)
+    stats = label_set_stats(list(train.values()), list(test.values()))
+    write_bytes_atomic(args.json, json_bytes(stats))
+    print(f"{stats['test_images']} test images: unique label sets {stats['unique_label_sets']:.4f}, "
+          f"novel {stats['novel_label_sets']:.4f} -> {args.json}")
+    return 0
+
+
+def _fail(message) -> int:
+    print(f"annobench: {message}", file=sys.stderr)
+    return 2
+
+
+def _report_problems(error) -> int:
+    """A run, vocabulary or concept-list file that does not parse: its problems, one line each."""
+    lines = error.report_lines()
+    for line in lines[:20]:
+        print(line, file=sys.stderr)
+    if len(lines) > 20:
+        print(f"{error.path}: {len(lines) - 20} more problem(s); 'annobench check-run' lists them all",
+              file=sys.stderr)
+    return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annobench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
@@ -195,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     inventory = commands.add_parser("inventory", help="list the input images and their shards, without building")
     inventory.add_argument("--configfile", default=None, help="config file (default: config/config.yaml)")
     inventory.add_argument("--images", default=None, help="image folder (overrides input.images)")
-    inventory.set_defaults(run=_inventory)
+    inventory.set_defaults(handler=_inventory)
 
     feature = commands.add_parser(
         "feature", help="compute a visual feature for given image files (as they are, not resized)"
@@ -209,21 +283,21 @@ def build_parser() -> argparse.ArgumentParser:
     feature.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                          help="override a parameter of the feature, e.g. colour=false or seed=7")
     feature.add_argument("--configfile", default=None, help="take defaults from this config")
-    feature.set_defaults(run=_feature)
+    feature.set_defaults(handler=_feature)
 
     text = commands.add_parser("text", help="near-image text features of a folder of pages, outside snakemake")
     text.add_argument("--pages", required=True, help="folder of saved pages (page_id = path under it)")
     text.add_argument("--mapping", default=None, help="CSV image_id,page_id,img_src; derived from the pages if absent")
     text.add_argument("--out", required=True, help="folder for the tables and the .scofeat export")
     text.add_argument("--configfile", default=None, help="take the text settings from this config")
-    text.set_defaults(run=_text)
+    text.set_defaults(handler=_text)
 
     pages_map = commands.add_parser(
         "pages-map", help="derive mapping.csv and an image list from saved pages whose images sit beside them"
     )
     pages_map.add_argument("--pages", required=True)
     pages_map.add_argument("--out", required=True, help="folder for mapping.csv, images.csv, unresolved.csv")
-    pages_map.set_defaults(run=_pages_map)
+    pages_map.set_defaults(handler=_pages_map)
 
     regions = commands.add_parser("regions", help="region features and spatial relations of segmented images")
     regions.add_argument("--kind", required=True, choices=["canonical", "saiapr", "msrc", "bsds", "coco", "labelme"])
@@ -235,24 +309,54 @@ def build_parser() -> argparse.ArgumentParser:
     regions.add_argument("--stripe-fraction", type=float, default=0.2)
     regions.add_argument("--ontology", default=None, help="CSV child,parent")
     regions.add_argument("--configfile", default=None)
-    regions.set_defaults(run=_regions)
+    regions.set_defaults(handler=_regions)
 
     audit = commands.add_parser("audit", help="verify a release: hashes, lineage, raw inputs; optionally recompute")
     audit.add_argument("release_dir")
     audit.add_argument("--recompute", type=int, default=0, metavar="N",
                        help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
-    audit.set_defaults(run=_audit)
+    audit.set_defaults(handler=_audit)
 
     bench = commands.add_parser("bench", help="run the whole pipeline on N real images and print its costs")
     bench.add_argument("--images", type=int, default=200, help="number of images (BSDS500 photos repeated)")
     bench.add_argument("--cores", type=int, default=2)
     bench.add_argument("--images-per-shard", type=int, default=2000)
     bench.add_argument("--workdir", default=None, help="keep the build here (default: a temporary folder)")
-    bench.set_defaults(run=_bench)
+    bench.set_defaults(handler=_bench)
+
+    evaluate = commands.add_parser(
+        "evaluate", help="score a run against a ground truth: the ImageCLEF 2012-2016 and Dutta et al. measures")
+    evaluate.add_argument("--truth", required=True, help="CSV image_id,concept: the concepts present in each image")
+    evaluate.add_argument("--run", required=True,
+                          help="the run: ImageCLEF 2012 form, 2013-2016 form (with --concept-lists) or .parquet")
+    evaluate.add_argument("--concepts", required=True, help="one concept a line, in the run's column order")
+    evaluate.add_argument("--concept-lists", default=None,
+                          help="lines 'id c_a c_b ...': each image's own concepts (ImageCLEF 2013-2016 runs)")
+    evaluate.add_argument("--top-k", type=int, default=None, metavar="K",
+                          help="decisions for P_L..F1_I = the K best-scoring concepts (default: the run's own)")
+    evaluate.add_argument("--seed", type=int, default=0, help="order of tied scores in MAP-samples (default 0)")
+    evaluate.add_argument("--json", required=True, help="where to write the measures")
+    evaluate.add_argument("--per-concept", default=None, metavar="CSV",
+                          help="also write per-concept counts, P, R, F and AP")
+    evaluate.set_defaults(handler=_evaluate)
+
+    check_run = commands.add_parser(
+        "check-run", help="validate a run file like the official ImageCLEF checker (exit 2 and one line per problem)")
+    check_run.add_argument("--concepts", required=True, help="one concept a line, in the run's column order")
+    check_run.add_argument("--concept-lists", default=None, help="lines 'id c_a c_b ...' (ImageCLEF 2013-2016)")
+    check_run.add_argument("run", help="the run file")
+    check_run.set_defaults(handler=_check_run)
+
+    label_stats = commands.add_parser(
+        "label-stats", help="unique and novel label-set shares of a test set (Dutta et al., section 4)")
+    label_stats.add_argument("--train", required=True, help="CSV image_id,concept of the training images")
+    label_stats.add_argument("--test", required=True, help="CSV image_id,concept of the test images")
+    label_stats.add_argument("--json", required=True, help="where to write the figures")
+    label_stats.set_defaults(handler=_label_stats)
 
     demo = commands.add_parser("demo", help="(re)write the embedded demo dataset")
     demo.add_argument("--out", default="demo", help="folder to write (default: demo)")
-    demo.set_defaults(run=_demo)
+    demo.set_defaults(handler=_demo)
     return parser
 
 
@@ -266,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        return args.handler(args)
     except ConfigError as error:
         print(f"annobench: {error}", file=sys.stderr)
         return 2

@@ -124,6 +124,33 @@ PAGE_MAP = [
 ]
 
 
+# A small vocabulary (keywords match the pages' words, parents form a two-level hierarchy) and
+# image-level ground truth, so the demo build shows a leaderboard.
+CONCEPTS = [
+    ("person", "people;man;woman;astronaut;cameraman;crew", ""),
+    ("animal", "pet", ""),
+    ("cat", "tabby;kitten", "animal"),
+    ("food", "meal;breakfast", ""),
+    ("drink", "coffee;espresso;cup", "food"),
+    ("vehicle", "rocket;shuttle", ""),
+    ("sky", "clouds", ""),
+    ("space", "spaceflight;mission;launch", ""),
+    ("money", "coins;coin;currency", ""),
+    ("graphic", "logo;snake", ""),
+]
+
+GROUND_TRUTH = [
+    ("astronaut", "person"), ("astronaut", "space"),
+    ("astronaut_copy", "person"), ("astronaut_copy", "space"),
+    ("chelsea", "cat"), ("chelsea", "animal"),
+    ("coffee", "drink"), ("coffee", "food"),
+    ("rocket", "vehicle"), ("rocket", "sky"), ("rocket", "space"),
+    ("camera", "person"), ("camera", "sky"),
+    ("coins", "money"),
+    ("logo", "graphic"),
+]
+
+
 def coins_regions() -> tuple[np.ndarray, list[tuple[int, str]]]:
     """Each coin a region (Otsu threshold + connected components), the rest background."""
     coins = data.coins()
@@ -173,6 +200,10 @@ def write_demo(dest: Path) -> None:
         (segmentations / f"{image_id}.png").write_bytes(_png(Image.fromarray(label_map)))
         rows.extend((image_id, region_id, label) for region_id, label in regions)
     _write_csv(segmentations / "regions.csv", ["image_id", "region_id", "label"], rows)
+    benchmark = dest / "benchmark"
+    benchmark.mkdir(parents=True, exist_ok=True)
+    _write_csv(benchmark / "concepts.csv", ["concept", "keywords", "parent"], CONCEPTS)
+    _write_csv(benchmark / "ground_truth.csv", ["image_id", "concept"], GROUND_TRUTH)
 
 
 def _write_csv(path: Path, header: list[str], rows: list[tuple]) -> None:

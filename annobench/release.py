@@ -39,7 +39,7 @@ from annobench.fingerprint import params_hash
 from annobench.fsutil import atomic_path
 from annobench.provenance import RECORDS, describe_file, sha256_file
 
-RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports")
+RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports", "runs", "evaluations")
 MANIFEST, JOBS, HEADER, CRATE = "MANIFEST.jsonl", "JOBS.jsonl", "RELEASE.json", "ro-crate-metadata.json"
 OWN_FILES = {MANIFEST, JOBS, HEADER, CRATE}
 # Snakemake marks a folder output as complete with this file; it is not data.

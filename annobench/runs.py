@@ -1034,8 +1034,9 @@ def _parquet_blocks(run: Run, schema: pa.Schema) -> Iterator[pa.Table]:
 
 
 def check_run_main(concepts_path: PathArg, run_path: PathArg, lists_path: PathArg | None = None,
-                   out: TextIO = sys.stdout) -> int:
+                   out: TextIO | None = None) -> int:
     """Body of `annobench check-run`: one line per problem and 2, or a one-line summary and 0."""
+    out = out or sys.stdout  # looked up at call time, so a redirected stdout is used
     try:
         concepts = read_concepts(concepts_path)
         lists = _load_lists(lists_path, concepts) if lists_path is not None else None

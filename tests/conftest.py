@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,6 +30,44 @@ def real_images() -> Path:
 def bsds_photos(n: int | None = None) -> list[Path]:
     photos = sorted(require_shared(REAL_IMAGES / "bsds500" / "train").glob("*.jpg"))
     return photos[:n] if n else photos
+
+
+SCENE = REAL / "multilabel" / "scene"
+SCENE_FEATURES = 294
+
+
+@dataclass(frozen=True)
+class SceneData:
+    """The Mulan scene set: 294 colour/texture features and 6 labels per photo, train and test."""
+
+    labels: list[str]
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+@functools.lru_cache(maxsize=None)
+def read_scene() -> SceneData:
+    root = require_shared(SCENE)
+    labels = [label.get("name") for label in ElementTree.parse(root / "scene.xml").getroot()]
+    parts = []
+    for name in ("scene-train.arff", "scene-test.arff"):
+        text = (root / name).read_text(encoding="utf-8")
+        values = np.array([line.split(",") for line in text.split("@data", 1)[1].split()], dtype=np.float64)
+        assert values.shape[1] == SCENE_FEATURES + len(labels)
+        parts += [values[:, :SCENE_FEATURES].astype(np.float32), values[:, SCENE_FEATURES:] == 1]
+    return SceneData(labels, *parts)
+
+
+def demo_sections(demo: Path) -> dict:
+    """The config sections that point a build at the demo's files in `demo` (absolute paths)."""
+    return {
+        "input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
+                  "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
+        "benchmark": {"vocabulary": str(demo / "benchmark" / "concepts.csv"),
+                      "ground_truth": {"source": "csv", "path": str(demo / "benchmark" / "ground_truth.csv")}},
+    }
 
 
 def run_snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None,

@@ -10,7 +10,6 @@ agree with ours; small hand-worked cases cover where they do not (tie groups,
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -21,9 +20,8 @@ from sklearn.metrics import (
 
 from annobench import measures as M
 from annobench.segmentations import MSRC_V2_CLASSES, Segmentation, import_segmentations
-from conftest import REAL, require_shared
+from conftest import REAL, read_scene, require_shared
 
-SCENE = REAL / "multilabel" / "scene"
 MSRC = REAL / "segmentations" / "msrc_v2"
 
 
@@ -33,35 +31,15 @@ def hmean(a: float, b: float) -> float:
 
 # --- real data ----------------------------------------------------------------
 
-def read_arff(path) -> tuple[list[str], np.ndarray]:
-    """Attribute names and the numeric data rows of a dense ARFF file."""
-    names, rows, in_data = [], [], False
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("%"):
-            continue
-        if in_data:
-            rows.append([float(v) for v in line.split(",")])
-        elif line.lower().startswith("@attribute"):
-            names.append(line.split()[1])
-        elif line.lower().startswith("@data"):
-            in_data = True
-    return names, np.array(rows)
-
-
 class Scene:
     """Scene test set with a k-nearest-neighbour run from the training set."""
 
     def __init__(self):
-        root = require_shared(SCENE)
-        labels = [e.get("name") for e in ET.parse(root / "scene.xml").getroot()]
-        names, train = read_arff(root / "scene-train.arff")
-        _, test = read_arff(root / "scene-test.arff")
-        assert names[-len(labels):] == labels and len(names) == 294 + len(labels)
-        self.labels = labels
-        features, train_truth = train[:, :294], train[:, 294:].astype(bool)
-        self.truth = test[:, 294:].astype(bool)
-        test_features = test[:, :294]
+        data = read_scene()
+        self.labels = data.labels
+        features, train_truth = data.x_train.astype(np.float64), data.y_train
+        self.truth = data.y_test
+        test_features = data.x_test.astype(np.float64)
         squared = ((test_features ** 2).sum(1)[:, None] + (features ** 2).sum(1)[None, :]
                    - 2 * test_features @ features.T)
         distance = np.sqrt(np.maximum(squared, 0))

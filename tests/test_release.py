@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from annobench.release import HEADER, JOBS, MANIFEST, audit, main_audit, read_jobs, read_manifest
-from conftest import REPO, run_snakemake
+from conftest import REPO, demo_sections, run_snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -20,12 +20,7 @@ def build_demo(workdir: Path) -> Path:
     """The demo, from a copy of its files (so tests may edit raw inputs), released into workdir/out."""
     demo = workdir / "demo"
     shutil.copytree(REPO / "demo", demo)
-    config = {
-        "output": "out",
-        "input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
-                  "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
-        "features": {"bow": {"words": 50, "iterations": 10}},
-    }
+    config = {"output": "out", **demo_sections(demo), "features": {"bow": {"words": 50, "iterations": 10}}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
     return workdir / "out" / "release"

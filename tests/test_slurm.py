@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, run_snakemake, tree_bytes
+from conftest import REPO, demo_sections, run_snakemake, tree_bytes
 
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
 PROFILE = REPO / "config" / "profiles" / "slurm"
@@ -47,10 +47,7 @@ def slurm_env(tmp_path_factory):
 
 
 def demo_config(workdir: Path) -> Path:
-    demo = REPO / "demo"
-    config = {"input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
-                        "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
-              "output": "out"}
+    config = {**demo_sections(REPO / "demo"), "output": "out"}
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

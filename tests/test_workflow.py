@@ -21,7 +21,7 @@ import yaml
 from annobench.dsift import KINDS
 from annobench.resize import read_stored
 
-from conftest import REAL, REPO, REAL_IMAGES, bsds_photos, require_shared, run_snakemake, tree_bytes, write_image_list
+from conftest import REAL, REPO, REAL_IMAGES, bsds_photos, demo_sections, require_shared, run_snakemake, tree_bytes, write_image_list
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +31,8 @@ SMALL_CODEBOOKS = {"bow": {"words": 50, "iterations": 10}}
 
 
 def write_config(workdir: Path, **sections) -> Path:
-    """A config for a build in `workdir`; no pages unless the test gives some."""
-    config = {"output": "out", "features": SMALL_CODEBOOKS, **sections}
+    """A config for a build in `workdir`; no pages or benchmark unless the test gives some."""
+    config = {"output": "out", "features": SMALL_CODEBOOKS, "benchmark": {"ground_truth": {"source": ""}}, **sections}
     config["input"] = {"page_map": "", "segmentations": "", **sections.get("input", {})}
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -56,9 +56,7 @@ def planned_jobs(workdir: Path, config: Path, *extra: str) -> dict[str, int]:
 
 def test_demo_build(tmp_path):
     demo = REPO / "demo"
-    config = write_config(tmp_path, features={}, input={  # default codebooks
-        "images": str(demo / "images"), "pages": str(demo / "pages"), "page_map": str(demo / "pages" / "mapping.csv"),
-        "segmentations": str(demo / "segmentations")})
+    config = write_config(tmp_path, features={}, **demo_sections(demo))  # default codebooks
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
     out = tmp_path / "out"
     images = pd.read_parquet(out / "tables" / "images")
@@ -98,6 +96,14 @@ def test_demo_build(tmp_path):
     assert (out / "exports" / "saiapr" / "features.txt").read_text().count("\n") == 29
     log = (out / "logs" / "ingest" / "shard-00000.log").read_text()
     assert "9/9 (100.0%)" in log and "1 rejected" in log
+    # The benchmark: 3 test images (the demo's split), 4 simple baselines + k-NN and co-occurrence on 7 features.
+    splits = pd.read_parquet(out / "tables" / "splits")
+    assert sorted(splits.loc[splits.split == "test", "image_id"]) == ["astronaut", "coffee", "rocket"]
+    board = pd.read_parquet(out / "tables" / "leaderboard")
+    assert len(board) == 4 + 7 + 7 and board["MAP-samples"].between(0, 1).all()
+    assert "| cooccurrence_gist |" in (out / "reports" / "leaderboard.md").read_text()
+    assert sorted(p.name for p in (out / "exports" / "imageclef2012" / "annotations").iterdir())[:2] == [
+        "astronaut.txt", "astronaut_copy.txt"]
     assert "Nothing to be done" in run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config)).stdout
 
 

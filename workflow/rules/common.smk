@@ -2,6 +2,7 @@
 # paths and the fingerprints that make a rule rerun when its code changes.
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from annobench import layout
 from annobench.bow import sampling_plan
 from annobench.config import ingest_params
 from annobench.features import FEATURES
-from annobench.fingerprint import code_fingerprint, folder_state, params_hash
+from annobench.fingerprint import code_fingerprint, file_state, folder_state, params_hash
 from annobench.inventory import InventoryError, build_inventory
 from annobench.text_stage import TEXT_TABLES, build_text_plan
 from annobench.region_stage import REGION_TABLES
@@ -93,3 +94,19 @@ def feature_inputs(feature):
 def bow_sample_file(kind, shard):
     """Intermediate: a shard's sampled descriptors of one kind, for codebook training."""
     return out(f"work/bow_sample/{kind}/shard-{shard}.npy")
+
+
+def one_of(names):
+    """A wildcard pattern that matches exactly these names (and nothing when there are none)."""
+    return "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
+
+
+def baseline_inputs(wildcards):
+    """Inputs of a baseline run: the benchmark tables, the neighbours it uses, text if it needs it."""
+    run = BASELINES[wildcards.run]
+    files = {**BENCHMARK_TABLES, "overlap": out(f"work/neighbours/{BENCHMARK['overlap']['feature']}.parquet")}
+    if run["feature"]:
+        files["neighbours"] = out(f"work/neighbours/{run['feature']}.parquet")
+    if run["kind"] == "cooccurrence":
+        files["text_terms"] = expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS)
+    return files

@@ -9,6 +9,7 @@ rule release:
         rules.bow_all.input,
         rules.text_all.input,
         rules.regions_all.input,
+        rules.benchmark_all.input,
     output:
         directory(out("release")),
     log:

@@ -1,0 +1,157 @@
+# The benchmark around the features (SPEC 8): ground truth, splits, baseline runs, their evaluation,
+# a leaderboard and diagnostics. Built when benchmark.ground_truth.source is set.
+
+from annobench import benchmark_stage
+
+BENCHMARK = config["benchmark"]
+BENCHMARK_ON = benchmark_stage.enabled(config)
+REGIONS_ON = bool(config["input"]["segmentations"])
+BASELINES = benchmark_stage.baseline_runs(config, has_text=bool(TEXT_PLAN)) if BENCHMARK_ON else {}
+NEIGHBOURS = benchmark_stage.neighbours_needed(config, BASELINES) if BENCHMARK_ON else {}
+
+if BENCHMARK_ON:
+    _built = set(GLOBAL_FEATURES) | {f"bow_{kind}" for kind in BOW_KINDS}
+    _missing = sorted(set(NEIGHBOURS) - _built)
+    if _missing:
+        raise WorkflowError(f"benchmark.features / benchmark.overlap.feature name features this build does not "
+                            f"make: {', '.join(_missing)} (see features.bow.kinds)")
+    if BENCHMARK["ground_truth"]["source"] == "regions" and not REGIONS_ON:
+        raise WorkflowError("benchmark.ground_truth.source is regions but input.segmentations is empty")
+    if "cooccurrence" in BENCHMARK["baselines"] and not TEXT_PLAN:
+        logger.info("annobench: no text features (input.page_map is empty): co-occurrence baselines skipped")
+
+
+
+BENCHMARK_TABLES = {
+    "concepts": out("tables/concepts/all.parquet"),
+    "ground_truth": out("tables/ground_truth/all.parquet"),
+    "splits": out("tables/splits/all.parquet"),
+}
+
+
+rule benchmark_truth:
+    input:
+        images=expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+        regions=expand(out(layout.table_file("regions", "{shard}")), shard=SHARDS)
+        if BENCHMARK["ground_truth"]["source"] == "regions"
+        else [],
+    output:
+        **BENCHMARK_TABLES,
+        export=directory(out("exports/imageclef2012")),
+    log:
+        out("logs/benchmark_truth.log"),
+    params:
+        source=folder_state(BENCHMARK["ground_truth"]["path"]) if BENCHMARK["ground_truth"]["path"] else "",
+        vocabulary=file_state(BENCHMARK["vocabulary"]) if BENCHMARK["vocabulary"] else "",
+        settings={key: BENCHMARK[key] for key in ("vocabulary", "ground_truth", "images", "split", "exports")},
+        ontology=config["segmentations"]["ontology"],
+        code=script_code("benchmark_truth.py"),
+    resources:
+        mem_mb=1024 + INVENTORY.n_images // 1000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/benchmark_truth.py"
+
+
+rule benchmark_neighbours:
+    wildcard_constraints:
+        feature=one_of(NEIGHBOURS),
+    input:
+        features=lambda wildcards: expand(out(layout.table_file(wildcards.feature, "{shard}")), shard=SHARDS),
+        splits=BENCHMARK_TABLES["splits"],
+    output:
+        out("work/neighbours/{feature}.parquet"),
+    log:
+        out("logs/benchmark_neighbours/{feature}.log"),
+    params:
+        k=lambda wildcards: NEIGHBOURS[wildcards.feature],
+        settings=BENCHMARK["neighbours"],
+        code=script_code("benchmark_neighbours.py"),
+    threads: 1
+    resources:
+        # Test vectors are held (5,000 float32 a row for bags of words) plus one reference block.
+        mem_mb=1024 + (24 * INVENTORY.n_images) // 1000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/benchmark_neighbours.py"
+
+
+rule baseline:
+    wildcard_constraints:
+        run=one_of(BASELINES),
+    input:
+        unpack(baseline_inputs),
+    output:
+        run=out("runs/{run}.parquet"),
+        run_text=out("runs/{run}.txt"),
+        evaluation=out("evaluations/{run}.json"),
+        per_concept=out("tables/concept_results/{run}.parquet"),
+    log:
+        out("logs/baseline/{run}.log"),
+    params:
+        kind=lambda wildcards: BASELINES[wildcards.run]["kind"],
+        settings={key: BENCHMARK[key] for key in ("k", "seed", "knn", "cooccurrence", "overlap", "evaluation")},
+        english_words=file_state(BENCHMARK["cooccurrence"]["english_words_file"])
+        if BENCHMARK["cooccurrence"]["english_words_file"]
+        else "",
+        code=script_code("baseline.py", "annobench.baselines", "annobench.measures"),
+    threads: 1
+    resources:
+        mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/baseline.py"
+
+
+rule benchmark_report:
+    input:
+        **BENCHMARK_TABLES,
+        overlap=out(f"work/neighbours/{BENCHMARK['overlap']['feature']}.parquet"),
+        evaluations=expand(out("evaluations/{run}.json"), run=sorted(BASELINES)),
+    output:
+        leaderboard=out("reports/leaderboard.md"),
+        leaderboard_table=out("tables/leaderboard/all.parquet"),
+        figure=out("reports/label_frequencies.png"),
+        diagnostics=out("reports/benchmark_diagnostics.json"),
+    log:
+        out("logs/benchmark_report.log"),
+    params:
+        settings={key: BENCHMARK[key] for key in ("k", "overlap")},
+        code=script_code("benchmark_report.py"),
+    resources:
+        mem_mb=1024 + INVENTORY.n_images // 1000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/benchmark_report.py"
+
+
+rule region_benchmark:
+    input:
+        regions=expand(out(layout.table_file("regions", "{shard}")), shard=SHARDS),
+    output:
+        region_splits=out("tables/region_splits/all.parquet"),
+        run=out("runs/regions_random.parquet"),
+        evaluation=out("evaluations/regions_random.json"),
+    log:
+        out("logs/region_benchmark.log"),
+    params:
+        settings=BENCHMARK["region_split"],
+        seed=BENCHMARK["seed"],
+        ontology=config["segmentations"]["ontology"],
+        code=script_code("region_benchmark.py"),
+    resources:
+        mem_mb=1024 + (2 * INVENTORY.n_images) // 1000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/region_benchmark.py"
+
+
+rule benchmark_all:
+    input:
+        rules.benchmark_report.output if BENCHMARK_ON else [],
+        rules.region_benchmark.output if BENCHMARK_ON and REGIONS_ON else [],
