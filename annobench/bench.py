@@ -43,8 +43,7 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
     workdir.mkdir(parents=True, exist_ok=True)
     config = {"input": write_inputs(workdir, n_images), "output": "out",
               "sharding": {"images_per_shard": images_per_shard},
-              "segmentations": {"kind": "bsds", "annotator": 1},
-              "benchmark": {"ground_truth": {"source": ""}}}  # features only: BSDS500 has no image labels
+              "segmentations": {"kind": "bsds", "annotator": 1}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     options = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", str(cores),
                "--configfile", str(workdir / "config.yaml"), "--quiet", "all"]

@@ -80,6 +80,33 @@ def neighbours_needed(config: dict, runs: dict[str, dict]) -> dict[str, int]:
     return dict(sorted(wanted.items()))
 
 
+def truth_job_settings(config: dict) -> dict:
+    """The settings the ground-truth job depends on, with every file named by its state (size and
+    time), never by its path: a job record is then the same for two builds in different folders."""
+    from annobench.fingerprint import folder_state
+
+    settings = config["benchmark"]
+    source, split = settings["ground_truth"], settings["split"]
+    return {
+        "vocabulary": folder_state(settings["vocabulary"]) if settings["vocabulary"] else "",
+        "ground_truth": {**source, "path": folder_state(source["path"]) if source["path"] else ""},
+        "images": settings["images"],
+        "split": {**split, "lists": {name: folder_state(path) for name, path in sorted(split["lists"].items())}},
+        "exports": settings["exports"],
+        "ontology": folder_state(config["segmentations"]["ontology"]) if config["segmentations"]["ontology"] else "",
+    }
+
+
+def baseline_job_settings(config: dict) -> dict:
+    """The settings a baseline job depends on (the English word list by its state, not its path)."""
+    from annobench.fingerprint import file_state
+
+    settings = config["benchmark"]
+    words = settings["cooccurrence"]["english_words_file"]
+    return {**{key: settings[key] for key in ("k", "seed", "knn", "overlap", "evaluation")},
+            "cooccurrence": {**settings["cooccurrence"], "english_words_file": file_state(words) if words else ""}}
+
+
 # -- ground truth and splits -------------------------------------------------
 
 def build_truth(config: dict, images_tables: list[str], regions_tables: list[str], paths: dict[str, str],
@@ -92,7 +119,7 @@ def build_truth(config: dict, images_tables: list[str], regions_tables: list[str
     vocabulary = None
     if settings["vocabulary"]:
         vocabulary = gt.read_vocabulary(settings["vocabulary"])
-        raw_inputs.append(raw_file(settings["vocabulary"], settings["vocabulary"], role="vocabulary"))
+        raw_inputs.append(raw_file(settings["vocabulary"], Path(settings["vocabulary"]).name, role="vocabulary"))
     truth = _read_source(source, vocabulary, regions_tables, log)
     if source["source"] != "regions" and source["path"]:
         raw_inputs.extend(_source_files(source["path"]))
@@ -104,6 +131,11 @@ def build_truth(config: dict, images_tables: list[str], regions_tables: list[str
     image_ids = _ingested_ids(images_tables)
     known = set(image_ids)
     unknown = sorted(set(truth.rows["image_id"]) - known)
+    if unknown and len(unknown) == truth.rows["image_id"].nunique():
+        raise gt.GroundTruthError(
+            f"none of the {len(unknown)} images of the ground truth ({source['source']} {source['path']}) is in "
+            f"this build, e.g. {', '.join(unknown[:3])}: point benchmark.ground_truth at these images' labels "
+            f"(a plain 'snakemake' in the checkout also reads the demo's demo/config.yaml)")
     if unknown:
         log(f"{len(unknown)} ground-truth image(s) are not in the built images (rejected or absent), "
             f"left out: {', '.join(unknown[:10])}")
@@ -113,9 +145,10 @@ def build_truth(config: dict, images_tables: list[str], regions_tables: list[str
     if settings["images"] == "annotated":
         image_ids = sorted(set(truth.rows["image_id"]))
     splits = _splits(settings["split"], image_ids, log)
-    write_table(gt.concepts_table(vocabulary), paths["concepts"], "concepts", params=_truth_params(config))
-    write_table(gt.ground_truth_table(truth), paths["ground_truth"], "ground_truth", params=_truth_params(config))
-    write_table(splits_table(image_ids, splits), paths["splits"], "splits", params=settings["split"])
+    params = _truth_params(config)
+    write_table(gt.concepts_table(vocabulary), paths["concepts"], "concepts", params=params)
+    write_table(gt.ground_truth_table(truth), paths["ground_truth"], "ground_truth", params=params)
+    write_table(splits_table(image_ids, splits), paths["splits"], "splits", params=_split_params(settings["split"]))
     files = gt.export_imageclef2012(truth, vocabulary, paths["export"], settings["exports"]["annotation_files"])
     counts = pd.Series([s for s in splits if s]).value_counts().to_dict()
     log(f"{len(vocabulary)} concepts, {len(truth.rows)} ground-truth rows on {truth.rows['image_id'].nunique()} "
@@ -157,15 +190,44 @@ def rooted(parents: dict[str, str]) -> dict[str, str]:
 
 
 def _truth_params(config: dict) -> dict:
+    """What the concepts and ground truth depend on: the files by content, never by path, so two
+    builds of the same inputs in different folders write the same bytes."""
     settings = config["benchmark"]
-    return {"vocabulary": settings["vocabulary"], "ground_truth": settings["ground_truth"],
-            "images": settings["images"], "ontology": config["segmentations"]["ontology"]}
+    source = settings["ground_truth"]
+    return {"vocabulary": content_digest(settings["vocabulary"]), "source": source["source"],
+            "source_files": content_digest(source["path"]) if source["source"] != "regions" else None,
+            "raw": source["raw"], "lift_to_ancestors": source["lift_to_ancestors"], "images": settings["images"],
+            "ontology": content_digest(config["segmentations"]["ontology"]) if source["source"] == "regions" else None}
+
+
+def _split_params(split: dict) -> dict:
+    lists = {name: content_digest(path) for name, path in sorted(split["lists"].items())}
+    return {**split, "lists": lists}
+
+
+def content_digest(path: str) -> str | None:
+    """sha256 of a file, or of a folder's (relative path, file sha256) list; None for no path."""
+    import hashlib
+
+    from annobench.provenance import sha256_file
+
+    if not path:
+        return None
+    root = Path(path)
+    if root.is_file():
+        return sha256_file(root)
+    listing = "".join(f"{p.relative_to(root).as_posix()}\0{sha256_file(p)}\n"
+                      for p in sorted(root.rglob("*")) if p.is_file())
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
 
 
 def _source_files(path: str) -> list[dict]:
+    """The ground-truth files, named as the pages and photos are: relative to their folder."""
     root = Path(path)
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    return [raw_file(p, str(p), role="ground_truth") for p in files]
+    if root.is_file():
+        return [raw_file(root, root.name, role="ground_truth")]
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return [raw_file(p, p.relative_to(root).as_posix(), role="ground_truth") for p in files]
 
 
 def _ingested_ids(images_tables: list[str]) -> list[str]:

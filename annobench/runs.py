@@ -33,10 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from annobench import FORMAT_VERSION
-from annobench.fingerprint import params_hash
 from annobench.fsutil import atomic_path
-from annobench.tables import META_ARTEFACT, META_FORMAT_VERSION, META_PARAMS, META_PARAMS_HASH, field
+from annobench.tables import META_PARAMS, field, write_table_blocks
 
 FORMS = ("imageclef2012", "imageclef2013", "parquet")
 MAX_PROBLEMS = 100
@@ -990,20 +988,10 @@ def write_concept_lists(run: Run, path: PathArg) -> None:
 
 
 def _write_parquet(run: Run, path: PathArg) -> None:
-    # tables.write_table takes a whole table, which for a 500,000-line run is
-    # several times the size of the run's matrices; this writes one block of
-    # lines at a time, with the same compression and the same provenance keys.
+    # One block of lines at a time: a whole table for a 500,000-line run is
+    # several times the size of the run's matrices.
     params = {"vocabulary": run.concepts, "per_image_lists": run.listed is not None}
-    metadata = {
-        META_ARTEFACT: RUN_ARTEFACT.encode(),
-        META_FORMAT_VERSION: str(FORMAT_VERSION).encode(),
-        META_PARAMS_HASH: params_hash(params).encode(),
-        META_PARAMS: json.dumps(params, sort_keys=True).encode(),
-    }
-    schema = RUN_SCHEMA.with_metadata(metadata)
-    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-        for table in _parquet_blocks(run, schema):
-            writer.write_table(table, row_group_size=_BATCH_ROWS)
+    write_table_blocks(_parquet_blocks(run, RUN_SCHEMA), RUN_SCHEMA, path, RUN_ARTEFACT, params)
 
 
 def _parquet_blocks(run: Run, schema: pa.Schema) -> Iterator[pa.Table]:

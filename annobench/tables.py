@@ -16,6 +16,7 @@ META_ARTEFACT = b"annobench.artefact"
 META_FORMAT_VERSION = b"annobench.format_version"
 META_PARAMS_HASH = b"annobench.params_hash"
 META_PARAMS = b"annobench.params"
+ROW_GROUP_ROWS = 64 * 1024
 
 
 def field(name: str, type_: pa.DataType, description: str, nullable: bool = False) -> pa.Field:
@@ -65,17 +66,12 @@ def vector_column(values: np.ndarray, value_type: pa.DataType = pa.float32()) ->
     return pa.FixedSizeListArray.from_arrays(pa.array(flat, type=value_type), dimension)
 
 
-def write_table(
-    table: pa.Table, path: Path | str, artefact: str, params_hash: str | None = None, params: dict | None = None
-) -> None:
-    """Write atomically with zstd and the provenance keys SPEC 7 asks for.
-
-    With `params`, the parameters themselves are stored too (as JSON) and
-    their hash is computed here.
-    """
+def provenance_metadata(artefact: str, params_hash: str | None = None, params: dict | None = None) -> dict:
+    """The key-value metadata SPEC 7 asks of every file; with `params`, the parameters themselves
+    are stored too (as JSON) and their hash is computed here."""
     from annobench.fingerprint import params_hash as hash_of
 
-    metadata = dict(table.schema.metadata or {})
+    metadata = {}
     if params is not None:
         metadata[META_PARAMS] = json.dumps(params, sort_keys=True).encode()
         params_hash = hash_of(params)
@@ -86,9 +82,26 @@ def write_table(
             META_PARAMS_HASH: params_hash.encode(),
         }
     )
+    return metadata
+
+
+def write_table(
+    table: pa.Table, path: Path | str, artefact: str, params_hash: str | None = None, params: dict | None = None
+) -> None:
+    """Write atomically with zstd and the provenance keys SPEC 7 asks for."""
+    metadata = {**(table.schema.metadata or {}), **provenance_metadata(artefact, params_hash, params)}
     table = table.replace_schema_metadata(metadata)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd", row_group_size=64 * 1024)
+        pq.write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+
+
+def write_table_blocks(blocks, schema: pa.Schema, path: Path | str, artefact: str, params: dict) -> None:
+    """As write_table, for a table given as a stream of blocks (tables of `schema`), so a large
+    table is never whole in memory."""
+    schema = schema.with_metadata({**(schema.metadata or {}), **provenance_metadata(artefact, params=params)})
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        for block in blocks:
+            writer.write_table(block.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP_ROWS)
 
 
 def read_metadata(path: Path | str) -> dict[str, str]:

@@ -14,4 +14,4 @@ with job_log(snakemake.log[0]) as log:
     build_baseline(snakemake.wildcards.run, snakemake.params.kind, snakemake.config, dict(snakemake.input.items()),
                    dict(snakemake.output.items()), log)
 uses_words = words and snakemake.params.kind == "cooccurrence"
-record_job(snakemake, raw_inputs=[raw_file(words, words, role="english_words")] if uses_words else None)
+record_job(snakemake, raw_inputs=[raw_file(words, Path(words).name, role="english_words")] if uses_words else None)

@@ -61,12 +61,18 @@ def read_scene() -> SceneData:
 
 
 def demo_sections(demo: Path) -> dict:
-    """The config sections that point a build at the demo's files in `demo` (absolute paths)."""
+    """The config sections that point a build at the demo's files in `demo` (absolute paths),
+    with the demo's own settings (demo/config.yaml)."""
+    import yaml
+
+    settings = yaml.safe_load((REPO / "demo" / "config.yaml").read_text(encoding="utf-8"))
+    benchmark = settings["benchmark"]
+    benchmark["vocabulary"] = str(demo / Path(benchmark["vocabulary"]).relative_to("demo"))
+    benchmark["ground_truth"]["path"] = str(demo / Path(benchmark["ground_truth"]["path"]).relative_to("demo"))
     return {
         "input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
                   "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
-        "benchmark": {"vocabulary": str(demo / "benchmark" / "concepts.csv"),
-                      "ground_truth": {"source": "csv", "path": str(demo / "benchmark" / "ground_truth.csv")}},
+        "benchmark": benchmark,
     }
 
 

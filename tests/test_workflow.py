@@ -31,8 +31,8 @@ SMALL_CODEBOOKS = {"bow": {"words": 50, "iterations": 10}}
 
 
 def write_config(workdir: Path, **sections) -> Path:
-    """A config for a build in `workdir`; no pages or benchmark unless the test gives some."""
-    config = {"output": "out", "features": SMALL_CODEBOOKS, "benchmark": {"ground_truth": {"source": ""}}, **sections}
+    """A config for a build in `workdir`; no pages unless the test gives some."""
+    config = {"output": "out", "features": SMALL_CODEBOOKS, **sections}
     config["input"] = {"page_map": "", "segmentations": "", **sections.get("input", {})}
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config))

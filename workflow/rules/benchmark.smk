@@ -41,10 +41,7 @@ rule benchmark_truth:
     log:
         out("logs/benchmark_truth.log"),
     params:
-        source=folder_state(BENCHMARK["ground_truth"]["path"]) if BENCHMARK["ground_truth"]["path"] else "",
-        vocabulary=file_state(BENCHMARK["vocabulary"]) if BENCHMARK["vocabulary"] else "",
-        settings={key: BENCHMARK[key] for key in ("vocabulary", "ground_truth", "images", "split", "exports")},
-        ontology=config["segmentations"]["ontology"],
+        settings=benchmark_stage.truth_job_settings(config) if BENCHMARK_ON else {},
         code=script_code("benchmark_truth.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,
@@ -92,10 +89,7 @@ rule baseline:
         out("logs/baseline/{run}.log"),
     params:
         kind=lambda wildcards: BASELINES[wildcards.run]["kind"],
-        settings={key: BENCHMARK[key] for key in ("k", "seed", "knn", "cooccurrence", "overlap", "evaluation")},
-        english_words=file_state(BENCHMARK["cooccurrence"]["english_words_file"])
-        if BENCHMARK["cooccurrence"]["english_words_file"]
-        else "",
+        settings=benchmark_stage.baseline_job_settings(config),
         code=script_code("baseline.py", "annobench.baselines", "annobench.measures"),
     threads: 1
     resources:
@@ -141,7 +135,7 @@ rule region_benchmark:
     params:
         settings=BENCHMARK["region_split"],
         seed=BENCHMARK["seed"],
-        ontology=config["segmentations"]["ontology"],
+        ontology=folder_state(config["segmentations"]["ontology"]) if config["segmentations"]["ontology"] else "",
         code=script_code("region_benchmark.py"),
     resources:
         mem_mb=1024 + (2 * INVENTORY.n_images) // 1000,

@@ -12,7 +12,7 @@ from annobench import layout
 from annobench.bow import sampling_plan
 from annobench.config import ingest_params
 from annobench.features import FEATURES
-from annobench.fingerprint import code_fingerprint, file_state, folder_state, params_hash
+from annobench.fingerprint import code_fingerprint, folder_state, params_hash
 from annobench.inventory import InventoryError, build_inventory
 from annobench.text_stage import TEXT_TABLES, build_text_plan
 from annobench.region_stage import REGION_TABLES
