@@ -30,6 +30,14 @@ NEIGHBOURS_SCHEMA = pa.schema(
     ]
 )
 
+OVERLAP_SCHEMA = pa.schema(
+    [
+        field("image_id", pa.string(), "a test image"),
+        field("overlap", pa.float64(), "mean distance to its nearest training images (smaller = more overlap)"),
+        field("subset", pa.string(), "most_overlap or least_overlap, if in one", nullable=True),
+    ]
+)
+
 LEADERBOARD_COLUMNS = ["MAP-samples", "MF1-samples", "MF1-concepts", "MiAP", "GMiAP", "MnAP", "F1_L", "mAP_L",
                        "F1_I", "mAP_I", "N+"]
 
@@ -446,6 +454,8 @@ def build_report(config: dict, evaluations: list[str], inputs: dict, outputs: di
                             [data.label_sets.get(i, empty) for i in data.test_ids])
     _, distances = read_neighbours(inputs["overlap"], data.test_ids)
     overlap = visual_overlap(distances, settings["overlap"]["neighbours"])
+    write_table(overlap_table(data.test_ids, overlap, settings["overlap"]["share"]), outputs["overlap_table"],
+                "visual_overlap", params=settings["overlap"])
     stats["visual_overlap"] = {"feature": settings["overlap"]["feature"],
                                "neighbours": int(min(settings["overlap"]["neighbours"], distances.shape[1])),
                                "mean": float(overlap.mean()), "min": float(overlap.min()),
@@ -460,6 +470,18 @@ def build_report(config: dict, evaluations: list[str], inputs: dict, outputs: di
     write_bytes_atomic(outputs["leaderboard"], leaderboard_markdown(board, stats, settings).encode("utf-8"))
     log(f"leaderboard of {len(results)} runs; unique label sets {stats['unique_label_sets']:.3f}, "
         f"novel {stats['novel_label_sets']:.3f}")
+
+
+def overlap_table(test_ids: list[str], overlap: np.ndarray, share: float) -> pa.Table:
+    """Each test image's visual overlap, and the subset (most or least overlapping) it falls in."""
+    from annobench.diagnostics import overlap_subsets
+
+    subset = [None] * len(test_ids)
+    for name, rows in overlap_subsets(overlap, share).items():
+        for row in rows:
+            subset[row] = name
+    return pa.Table.from_pydict({"image_id": test_ids, "overlap": overlap.astype(np.float64), "subset": subset},
+                                schema=OVERLAP_SCHEMA)
 
 
 def leaderboard_frame(results: list[dict]) -> pd.DataFrame:

@@ -20,6 +20,7 @@ FEATURES = ["colorhist", "getlf", "gist", "bow_sift"]
 BENCHMARK_OUTPUTS = ("runs", "evaluations", "reports/leaderboard.md", "reports/label_frequencies.png",
                      "reports/benchmark_diagnostics.json", "work/neighbours", "tables/splits", "tables/ground_truth",
                      "tables/concepts", "tables/concept_results", "tables/leaderboard", "tables/region_splits",
+                     "tables/visual_overlap",
                      "exports/imageclef2012")
 
 
@@ -71,6 +72,10 @@ def test_msrc_benchmark_splits_runs_and_evaluations(msrc_build):
     assert (out / "reports" / "label_frequencies.png").read_bytes()[:4] == b"\x89PNG"
     diagnostics = json.loads((out / "reports" / "benchmark_diagnostics.json").read_text())
     assert 0 < diagnostics["unique_label_sets"] <= 1 and 0 <= diagnostics["novel_label_sets"] <= 1
+    overlap = pd.read_parquet(out / "tables" / "visual_overlap")
+    assert sorted(overlap["image_id"]) == sorted(splits.loc[splits["split"] == "test", "image_id"])
+    most, least = (overlap.loc[overlap["subset"] == s, "overlap"] for s in ("most_overlap", "least_overlap"))
+    assert len(most) == len(least) == len(overlap) // 5 and most.max() <= least.min()
     region = json.loads((out / "evaluations" / "regions_random.json").read_text())
     assert [s["subset"] for s in region["subsets"]] == [5, 10]
     # A uniform guess among n classes is wrong about (n-1)/n of the time.

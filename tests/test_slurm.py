@@ -48,6 +48,7 @@ def slurm_env(tmp_path_factory):
 
 def demo_config(workdir: Path) -> Path:
     config = {**demo_sections(REPO / "demo"), "output": "out"}
+    config["benchmark"]["features"] = ["gist"]  # the benchmark's jobs, on one feature to keep the test short
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

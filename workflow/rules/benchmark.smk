@@ -69,6 +69,9 @@ rule benchmark_neighbours:
     resources:
         # Test vectors are held (5,000 float32 a row for bags of words) plus one reference block.
         mem_mb=1024 + (24 * INVENTORY.n_images) // 1000,
+        # Products of 0.3 n test by 0.6 n training vectors of 5,000 values at 50 GFLOP/s a core
+        # (bench_baselines.py), times three: 2e-9 n^2 minutes, 8.7 h for 510,123 images.
+        runtime=30 + math.ceil(2e-9 * INVENTORY.n_images**2),
     conda:
         "../../envs/annobench.yaml"
     script:
@@ -110,6 +113,7 @@ rule benchmark_report:
         leaderboard_table=out("tables/leaderboard/all.parquet"),
         figure=out("reports/label_frequencies.png"),
         diagnostics=out("reports/benchmark_diagnostics.json"),
+        overlap_table=out("tables/visual_overlap/all.parquet"),
     log:
         out("logs/benchmark_report.log"),
     params:
