@@ -288,7 +288,7 @@ def build_neighbours(feature_tables: list[str], splits_path: str, k: int, settin
                      log) -> None:
     """The k nearest training images of every test image on one feature, by blocked matrix products
     over the training vectors streamed table by table."""
-    from annobench.neighbours import nearest_neighbours, vector_blocks
+    from annobench.neighbours import nearest_in_tables, vector_blocks
 
     splits = pq.read_table(splits_path).to_pandas()
     train = set(splits.loc[splits["split"] == "train", "image_id"])
@@ -297,16 +297,10 @@ def build_neighbours(feature_tables: list[str], splits_path: str, k: int, settin
         raise gt.GroundTruthError(f"nearest neighbours need training and test images: {len(train)} train, "
                                   f"{len(test)} test (benchmark.split)")
     test_ids, test_vectors = _collect(vector_blocks(feature_tables, test))
-    train_ids: list[str] = []
-
-    def reference():
-        for ids, vectors in vector_blocks(feature_tables, train):
-            train_ids.extend(ids)
-            for start in range(0, len(ids), settings["reference_block"]):
-                yield vectors[start:start + settings["reference_block"]]
-
     k = min(k, len(train))
-    indices, distances = nearest_neighbours(test_vectors, reference(), k, query_block=settings["query_block"])
+    train_ids, indices, distances = nearest_in_tables(
+        test_vectors, feature_tables, k, ids_wanted=train,
+        query_block=settings["query_block"], reference_block=settings["reference_block"])
     order = sorted(range(len(test_ids)), key=test_ids.__getitem__)
     table = pa.Table.from_pydict(
         {
@@ -361,15 +355,13 @@ def _baseline_matrices(kind: str, data: BenchmarkData, settings: dict, inputs: d
         return baselines.trivial_run(trivial, data.truth(data.train_ids), n_test, k, seed + 1)
     neighbour_ids, distances = read_neighbours(inputs["neighbours"], data.test_ids)
     position = {image_id: j for j, image_id in enumerate(data.train_ids)}
+    if kind not in ("knn", "cooccurrence"):
+        raise ValueError(f"unknown baseline kind {kind!r}")
+    count = settings[kind]["neighbours"]
+    indices = np.array([[position[i] for i in row[:count]] for row in neighbour_ids], dtype=np.int64)
     if kind == "knn":
-        count = settings["knn"]["neighbours"]
-        indices = np.array([[position[i] for i in row[:count]] for row in neighbour_ids], dtype=np.int64)
         return baselines.knn_label_transfer(indices, distances[:, :count], data.truth(data.train_ids))
-    if kind == "cooccurrence":
-        count = settings["cooccurrence"]["neighbours"]
-        indices = np.array([[position[i] for i in row[:count]] for row in neighbour_ids], dtype=np.int64)
-        return _cooccurrence(data, indices, inputs["text_terms"], settings)
-    raise ValueError(f"unknown baseline kind {kind!r}")
+    return _cooccurrence(data, indices, inputs["text_terms"], settings)
 
 
 def _cooccurrence(data: BenchmarkData, indices: np.ndarray, text_tables: list[str], settings: dict):
