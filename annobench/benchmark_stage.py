@@ -122,15 +122,10 @@ def build_truth(config: dict, images_tables: list[str], regions_tables: list[str
     """Concepts, ground truth, splits and the ImageCLEF 2012 exports. Returns the raw inputs read."""
     settings = config["benchmark"]
     source = settings["ground_truth"]
-    raw_inputs = []
+    raw_inputs = _truth_raw_inputs(config)
     parents = _ontology(config)
-    vocabulary = None
-    if settings["vocabulary"]:
-        vocabulary = gt.read_vocabulary(settings["vocabulary"])
-        raw_inputs.append(raw_file(settings["vocabulary"], Path(settings["vocabulary"]).name, role="vocabulary"))
+    vocabulary = gt.read_vocabulary(settings["vocabulary"]) if settings["vocabulary"] else None
     truth = _read_source(source, vocabulary, regions_tables, log)
-    if source["source"] != "regions" and source["path"]:
-        raw_inputs.extend(_source_files(source["path"]))
     if vocabulary is None:
         vocabulary = gt.vocabulary_from_labels(truth.rows["concept"].unique(), parents)
     truth = gt.restrict_to_vocabulary(truth, vocabulary)
@@ -153,10 +148,11 @@ def build_truth(config: dict, images_tables: list[str], regions_tables: list[str
     if settings["images"] == "annotated":
         image_ids = sorted(set(truth.rows["image_id"]))
     splits = _splits(settings["split"], image_ids, log)
-    params = _truth_params(config)
+    params = _truth_params(config, raw_inputs)
     write_table(gt.concepts_table(vocabulary), paths["concepts"], "concepts", params=params)
     write_table(gt.ground_truth_table(truth), paths["ground_truth"], "ground_truth", params=params)
-    write_table(splits_table(image_ids, splits), paths["splits"], "splits", params=_split_params(settings["split"]))
+    split_params = {**settings["split"], "lists": _digest(raw_inputs, "split_list")}
+    write_table(splits_table(image_ids, splits), paths["splits"], "splits", params=split_params)
     files = gt.export_imageclef2012(truth, vocabulary, paths["export"], settings["exports"]["annotation_files"])
     counts = pd.Series([s for s in splits if s]).value_counts().to_dict()
     log(f"{len(vocabulary)} concepts, {len(truth.rows)} ground-truth rows on {truth.rows['image_id'].nunique()} "
@@ -197,36 +193,41 @@ def rooted(parents: dict[str, str]) -> dict[str, str]:
     return {**parents, **{top: "(root)" for top in tops}}
 
 
-def _truth_params(config: dict) -> dict:
+def _truth_raw_inputs(config: dict) -> list[dict]:
+    """Every file the ground-truth job reads, hashed once: vocabulary, ground-truth files, split
+    lists, ontology. Each is named by its file name (or its path in its folder), never by where it is."""
+    settings = config["benchmark"]
+    source = settings["ground_truth"]
+    records = []
+    if settings["vocabulary"]:
+        records.append(raw_file(settings["vocabulary"], Path(settings["vocabulary"]).name, role="vocabulary"))
+    if source["source"] != "regions" and source["path"]:
+        records.extend(_source_files(source["path"]))
+    for name, path in sorted(settings["split"]["lists"].items()):
+        records.append(raw_file(path, f"{name}/{Path(path).name}", role="split_list"))
+    ontology = config["segmentations"]["ontology"]
+    if ontology and config["input"]["segmentations"]:
+        records.append(raw_file(ontology, Path(ontology).name, role="ontology"))
+    return records
+
+
+def _truth_params(config: dict, raw_inputs: list[dict]) -> dict:
     """What the concepts and ground truth depend on: the files by content, never by path, so two
     builds of the same inputs in different folders write the same bytes."""
     settings = config["benchmark"]
     source = settings["ground_truth"]
-    return {"vocabulary": content_digest(settings["vocabulary"]), "source": source["source"],
-            "source_files": content_digest(source["path"]) if source["source"] != "regions" else None,
-            "raw": source["raw"], "lift_to_ancestors": source["lift_to_ancestors"], "images": settings["images"],
-            "ontology": content_digest(config["segmentations"]["ontology"]) if source["source"] == "regions" else None}
+    return {"vocabulary": _digest(raw_inputs, "vocabulary"), "source": source["source"],
+            "source_files": _digest(raw_inputs, "ground_truth"), "raw": source["raw"],
+            "lift_to_ancestors": source["lift_to_ancestors"], "images": settings["images"],
+            "ontology": _digest(raw_inputs, "ontology")}
 
 
-def _split_params(split: dict) -> dict:
-    lists = {name: content_digest(path) for name, path in sorted(split["lists"].items())}
-    return {**split, "lists": lists}
-
-
-def content_digest(path: str) -> str | None:
-    """sha256 of a file, or of a folder's (relative path, file sha256) list; None for no path."""
+def _digest(raw_inputs: list[dict], role: str) -> str | None:
+    """sha256 over the (name, sha256) of the raw inputs of one role; None when there are none."""
     import hashlib
 
-    from annobench.provenance import sha256_file
-
-    if not path:
-        return None
-    root = Path(path)
-    if root.is_file():
-        return sha256_file(root)
-    listing = "".join(f"{p.relative_to(root).as_posix()}\0{sha256_file(p)}\n"
-                      for p in sorted(root.rglob("*")) if p.is_file())
-    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+    listing = "".join(f"{r['path']}\0{r['sha256']}\n" for r in raw_inputs if r["role"] == role)
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest() if listing else None
 
 
 def _source_files(path: str) -> list[dict]:
