@@ -199,8 +199,10 @@ def source_options(settings: dict) -> dict:
 
 # --- over all shards -------------------------------------------------------------
 
+# The tables of statistics over all shards, each in its own folder as tables/NAME/all.parquet.
+STATS_TABLES = ("region_label_frequencies", "regions_per_image", "relation_frequencies")
 STATS_SCHEMAS = {
-    "label_frequencies": pa.schema([
+    "region_label_frequencies": pa.schema([
         field("label", pa.string(), "a region label"),
         field("regions", pa.int64(), "regions with this label"),
         field("images", pa.int64(), "images with at least one such region"),
@@ -239,14 +241,15 @@ def region_statistics(regions_tables: list[str], features_tables: list[str], rel
     )
     counts = relation_counts_of(relations_tables)
     tables = {
-        "label_frequencies": pa.Table.from_pylist(frequencies, schema=STATS_SCHEMAS["label_frequencies"]),
+        "region_label_frequencies": pa.Table.from_pylist(frequencies,
+                                                         schema=STATS_SCHEMAS["region_label_frequencies"]),
         "regions_per_image": pa.Table.from_pylist(
             [{"image_id": i, "annotator": a, "regions": n, "labelled": k} for (i, a), (n, k) in sorted(per_image.items())],
             schema=STATS_SCHEMAS["regions_per_image"]),
         "relation_frequencies": relation_frequency_table(counts),
     }
     for name, table in tables.items():
-        write_table(table, out_paths[name], f"region_{name}", params_hash)
+        write_table(table, out_paths[name], name, params_hash)
     write_bytes_atomic(figure_path, top_labels_figure(frequencies[:50]))
     all_areas = np.array(features[FEATURE_NAMES[0]], dtype=np.float64)
     return {"segmentations": len(per_image), "regions": len(regions["image_id"]),

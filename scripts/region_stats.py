@@ -8,13 +8,13 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this
 from annobench.progress import job_log  # noqa: E402
 from annobench.provenance import record_job  # noqa: E402
 
-from annobench.region_stage import region_statistics, saiapr_exports  # noqa: E402
+from annobench.region_stage import STATS_TABLES, region_statistics, saiapr_exports  # noqa: E402
 
 out = snakemake.output
 with job_log(snakemake.log[0]) as log:
     summary = region_statistics(
         list(snakemake.input.regions), list(snakemake.input.features), list(snakemake.input.relations),
-        {name: out[name] for name in ("label_frequencies", "regions_per_image", "relation_frequencies")},
+        {name: out[name] for name in STATS_TABLES},
         out.figure, snakemake.params.params_hash,
     )
     log(f"{summary}")

@@ -46,7 +46,7 @@ def test_msrc_relations_cover_every_ordered_pair_and_exports_follow_saiapr(msrc_
     assert len(lines) == 937
     fields = lines[0].split("\t")
     assert len(fields) == 2 + 27 + 1 and fields[-1] in set(regions.label)
-    frequencies = pd.read_parquet(msrc_out / "tables" / "region_stats" / "relation_frequencies.parquet")
+    frequencies = pd.read_parquet(msrc_out / "tables" / "relation_frequencies")
     assert frequencies.pairs.sum() == 3 * len(relations)
     assert (msrc_out / "reports" / "top_labels.png").read_bytes()[:4] == b"\x89PNG"
 

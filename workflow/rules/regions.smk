@@ -30,9 +30,10 @@ rule region_stats:
         features=expand(out(layout.table_file("region_features", "{shard}")), shard=SHARDS),
         relations=expand(out(layout.table_file("spatial_relations", "{shard}")), shard=SHARDS),
     output:
-        label_frequencies=out("tables/region_stats/label_frequencies.parquet"),
-        regions_per_image=out("tables/region_stats/regions_per_image.parquet"),
-        relation_frequencies=out("tables/region_stats/relation_frequencies.parquet"),
+        # One table folder each: a folder of Parquet files reads as one dataset.
+        region_label_frequencies=out("tables/region_label_frequencies/all.parquet"),
+        regions_per_image=out("tables/regions_per_image/all.parquet"),
+        relation_frequencies=out("tables/relation_frequencies/all.parquet"),
         figure=out("reports/top_labels.png"),
         saiapr_features=out("exports/saiapr/features.txt"),
         saiapr_labels=out("exports/saiapr/labels.txt"),
