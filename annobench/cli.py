@@ -1,4 +1,9 @@
-"""The `annobench` command. Later stages add their subcommands here."""
+"""annobench: regenerate image-annotation benchmark datasets and check them.
+
+The whole build runs with Snakemake (`snakemake --cores all` in the
+checkout); these commands run single stages on folders of your own, score
+and check runs, and audit builds and releases.
+"""
 
 from __future__ import annotations
 
@@ -93,7 +98,7 @@ def _text(args: argparse.Namespace) -> int:
     from annobench.text_stage import extract_text, read_mapping, write_scofeat, write_text_tables
 
     config = load_config(args.configfile)
-    pages, out = Path(args.pages), Path(args.out)
+    pages, out = _folder(args.pages), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     mapping = Path(args.mapping) if args.mapping else out / "mapping.csv"
     if not args.mapping:
@@ -116,9 +121,9 @@ def _text(args: argparse.Namespace) -> int:
 def _pages_map(args: argparse.Namespace) -> int:
     from annobench.page_map import derive_mapping, write_mapping
 
-    out = Path(args.out)
+    pages, out = _folder(args.pages), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    derived = derive_mapping(Path(args.pages))
+    derived = derive_mapping(pages)
     write_mapping(derived, out / "mapping.csv", out / "images.csv", Path(args.pages))
     print(f"{len(derived.mapping)} rows, {len(derived.images)} images, {len(derived.unusable_pages)} unusable pages, "
           f"{len(derived.unresolved)} unresolved addresses -> {out}/mapping.csv, images.csv, unresolved.csv")
@@ -132,7 +137,7 @@ def _regions(args: argparse.Namespace) -> int:
     from annobench.fingerprint import params_hash
     from annobench.inventory import InventoryError, walk_image_folder, check_unique_ids
     from annobench.region_stage import (
-        REGION_TABLES, process_segmentations, read_ontology, region_statistics, saiapr_exports,
+        REGION_TABLES, STATS_TABLES, process_segmentations, read_ontology, region_statistics, saiapr_exports,
     )
 
     config = load_config(args.configfile)
@@ -156,8 +161,7 @@ def _regions(args: argparse.Namespace) -> int:
     settings = {"kind": args.kind, "annotator": args.annotator, "stripe_fraction": args.stripe_fraction}
     tables = {name: str(out / "tables" / name / "shard-00000.parquet") for name in REGION_TABLES}
     write_region_outputs(result, tables, out / "segmentations" / "shard-00000", params_hash(settings))
-    stats = {name: str(out / "tables" / "region_stats" / f"{name}.parquet")
-             for name in ("label_frequencies", "regions_per_image", "relation_frequencies")}
+    stats = {name: str(out / "tables" / name / "all.parquet") for name in STATS_TABLES}
     summary = region_statistics([tables["regions"]], [tables["region_features"]], [tables["spatial_relations"]],
                                 stats, str(out / "reports" / "top_labels.png"), params_hash(settings))
     saiapr_exports([tables["regions"]], [tables["region_features"]], [tables["spatial_relations"]],
@@ -179,11 +183,14 @@ def _bench(args: argparse.Namespace) -> int:
 
     from annobench.bench import run_bench
 
-    if args.workdir:
-        run_bench(args.images, args.cores, Path(args.workdir), args.images_per_shard)
-    else:
-        with tempfile.TemporaryDirectory(prefix="annobench-bench-") as work:
-            run_bench(args.images, args.cores, Path(work), args.images_per_shard)
+    try:
+        if args.workdir:
+            run_bench(args.images, args.cores, Path(args.workdir), args.images_per_shard)
+        else:
+            with tempfile.TemporaryDirectory(prefix="annobench-bench-") as work:
+                run_bench(args.images, args.cores, Path(work), args.images_per_shard)
+    except RuntimeError as error:  # snakemake failed: its own report is the message
+        return _fail(error)
     return 0
 
 
@@ -245,6 +252,13 @@ def _label_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _folder(path: str) -> Path:
+    """An input folder that must exist: a mistyped path is an error, not an empty result."""
+    if not Path(path).is_dir():
+        raise FileNotFoundError(2, "no such folder", path)
+    return Path(path)
+
+
 def _fail(message) -> int:
     print(f"annobench: {message}", file=sys.stderr)
     return 2
@@ -261,10 +275,24 @@ def _report_problems(error) -> int:
     return 2
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default, when it has one worth saying."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or action.required or not action.option_strings or default is None or default is False
+                or default is argparse.SUPPRESS or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, list) else default
+        return f"{text} (default: {shown if shown != '' else 'none'})"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="annobench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="annobench", description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_subparser_class())
 
     inventory = commands.add_parser("inventory", help="list the input images and their shards, without building")
     inventory.add_argument("--configfile", default=None, help="config file (default: config/config.yaml)")
@@ -282,45 +310,52 @@ def build_parser() -> argparse.ArgumentParser:
     feature.add_argument("--out", required=True, help="Parquet file to write (image_id, vector)")
     feature.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                          help="override a parameter of the feature, e.g. colour=false or seed=7")
-    feature.add_argument("--configfile", default=None, help="take defaults from this config")
+    feature.add_argument("--configfile", default=None, help="take defaults from this config (default: config/config.yaml)")
     feature.set_defaults(handler=_feature)
 
     text = commands.add_parser("text", help="near-image text features of a folder of pages, outside snakemake")
     text.add_argument("--pages", required=True, help="folder of saved pages (page_id = path under it)")
     text.add_argument("--mapping", default=None, help="CSV image_id,page_id,img_src; derived from the pages if absent")
     text.add_argument("--out", required=True, help="folder for the tables and the .scofeat export")
-    text.add_argument("--configfile", default=None, help="take the text settings from this config")
+    text.add_argument("--configfile", default=None,
+                      help="take the text settings from this config (default: config/config.yaml)")
     text.set_defaults(handler=_text)
 
     pages_map = commands.add_parser(
         "pages-map", help="derive mapping.csv and an image list from saved pages whose images sit beside them"
     )
-    pages_map.add_argument("--pages", required=True)
+    pages_map.add_argument("--pages", required=True,
+                           help="folder of saved pages with their images (page_id = path under it)")
     pages_map.add_argument("--out", required=True, help="folder for mapping.csv, images.csv, unresolved.csv")
     pages_map.set_defaults(handler=_pages_map)
 
     regions = commands.add_parser("regions", help="region features and spatial relations of segmented images")
-    regions.add_argument("--kind", required=True, choices=["canonical", "saiapr", "msrc", "bsds", "coco", "labelme"])
+    regions.add_argument("--kind", required=True, choices=["canonical", "saiapr", "msrc", "bsds", "coco", "labelme"],
+                         help="how the segmentations are laid out (see segmentations.kind in the config)")
     regions.add_argument("--images", required=True, help="folder of the images (image_id = file stem)")
     regions.add_argument("--masks", required=True, help="the segmentations, as the kind lays them out")
     regions.add_argument("--out", required=True, help="folder for the tables, label maps, statistics and exports")
     regions.add_argument("--annotator", default="all", type=lambda v: v if v == "all" else int(v),
                          help="bsds: all, or one annotator's number")
-    regions.add_argument("--stripe-fraction", type=float, default=0.2)
-    regions.add_argument("--ontology", default=None, help="CSV child,parent")
-    regions.add_argument("--configfile", default=None)
+    regions.add_argument("--stripe-fraction", type=float, default=0.2,
+                         help="width of the alignment stripes, share of the image size")
+    regions.add_argument("--ontology", default=None, help="CSV child,parent: stores each region's label path")
+    regions.add_argument("--configfile", default=None, help="take the decoding limits from this config (default: config/config.yaml)")
     regions.set_defaults(handler=_regions)
 
-    audit = commands.add_parser("audit", help="verify a release: hashes, lineage, raw inputs; optionally recompute")
-    audit.add_argument("release_dir")
+    audit = commands.add_parser(
+        "audit", help="verify a release (hashes, lineage, raw inputs; optionally recompute) or a build folder "
+                      "(files missing or differing from their job records)")
+    audit.add_argument("release_dir", metavar="FOLDER",
+                       help="a release folder (with MANIFEST.jsonl) or a build's output folder (with provenance/)")
     audit.add_argument("--recompute", type=int, default=0, metavar="N",
                        help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
     audit.set_defaults(handler=_audit)
 
     bench = commands.add_parser("bench", help="run the whole pipeline on N real images and print its costs")
     bench.add_argument("--images", type=int, default=200, help="number of images (BSDS500 photos repeated)")
-    bench.add_argument("--cores", type=int, default=2)
-    bench.add_argument("--images-per-shard", type=int, default=2000)
+    bench.add_argument("--cores", type=int, default=2, help="cores snakemake may use")
+    bench.add_argument("--images-per-shard", type=int, default=2000, help="sharding.images_per_shard of the build")
     bench.add_argument("--workdir", default=None, help="keep the build here (default: a temporary folder)")
     bench.set_defaults(handler=_bench)
 
@@ -344,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check-run", help="validate a run file like the official ImageCLEF checker (exit 2 and one line per problem)")
     check_run.add_argument("--concepts", required=True, help="one concept a line, in the run's column order")
     check_run.add_argument("--concept-lists", default=None, help="lines 'id c_a c_b ...' (ImageCLEF 2013-2016)")
-    check_run.add_argument("run", help="the run file")
+    check_run.add_argument("run", help="the run file (ImageCLEF 2012 or 2013-2016 form, or .parquet)")
     check_run.set_defaults(handler=_check_run)
 
     label_stats = commands.add_parser(
@@ -357,7 +392,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="(re)write the embedded demo dataset")
     demo.add_argument("--out", default="demo", help="folder to write (default: demo)")
     demo.set_defaults(handler=_demo)
+    for choice in commands._choices_actions:  # `annobench COMMAND --help` opens with what it does
+        commands.choices[choice.dest].description = choice.help
     return parser
+
+
+def _subparser_class() -> type:
+    class SubParser(argparse.ArgumentParser):
+        def __init__(self, **kwargs):
+            kwargs.setdefault("formatter_class", HelpFormatter)
+            super().__init__(**kwargs)
+
+    return SubParser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -372,8 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except ConfigError as error:
-        print(f"annobench: {error}", file=sys.stderr)
-        return 2
+        return _fail(error)
+    except OSError as error:  # a missing or unreadable input: one line, not a traceback
+        return _fail(error.strerror and f"{error.strerror}: {error.filename}" if error.filename else error)
 
 
 if __name__ == "__main__":
