@@ -107,3 +107,71 @@ def tree_bytes(root: Path, exclude: tuple[str, ...] = ("logs", "provenance", "re
         for p in sorted(root.rglob("*"))
         if p.is_file() and p.relative_to(root).parts[0] not in exclude
     }
+
+
+MSRC = REAL / "segmentations" / "msrc_v2"
+KIWIX = REAL / "pages" / "kiwix_wikipedia"
+MSRC_FEATURES = ["colorhist", "getlf", "gist", "bow_sift"]
+
+
+def demo_build_in(workdir: Path) -> Path:
+    """The demo, from a copy of its files (so tests may edit raw inputs), built into workdir/out."""
+    import shutil
+
+    import yaml
+
+    demo = workdir / "demo"
+    shutil.copytree(REPO / "demo", demo)
+    config = {"output": "out", **demo_sections(demo), "features": {"bow": {"words": 50, "iterations": 10}}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
+    return workdir / "out"
+
+
+@pytest.fixture(scope="session")
+def demo_build(tmp_path_factory) -> Path:
+    """Output folder of a demo build (with its release), shared by the tests that only read it."""
+    return demo_build_in(tmp_path_factory.mktemp("demo_build"))
+
+
+def msrc_kiwix_config(workdir: Path) -> Path:
+    """Config of a real build: the MSRC-v2 photos with their segmentations, image k on the k-th
+    (page, img src) pair of the kiwix Wikipedia pages, the image labels as benchmark ground truth."""
+    import yaml
+
+    from annobench.page_map import derive_mapping
+
+    require_shared(MSRC)
+    require_shared(KIWIX)
+    pairs = derive_mapping(KIWIX).mapping
+    photos = sorted(p.stem for p in (MSRC / "Images").iterdir() if p.is_file())
+    lines = ["image_id,page_id,img_src"]
+    for k, image_id in enumerate(photos):
+        _, page, src = pairs[k % len(pairs)]
+        lines.append(f'{image_id},{page},"{src}"')
+    (workdir / "page_map.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = {
+        "output": "out",
+        "input": {"images": str(MSRC / "Images"), "pages": str(KIWIX), "page_map": str(workdir / "page_map.csv"),
+                  "segmentations": str(MSRC)},
+        "segmentations": {"kind": "msrc"},
+        "features": {"bow": {"kinds": ["sift"], "words": 50, "iterations": 10}},
+        "benchmark": {"vocabulary": "", "ground_truth": {"source": "regions", "path": ""},
+                      "features": MSRC_FEATURES, "region_split": {"subset_sizes": [5, 10]}},
+        "release": {"name": "msrc-v2-kiwix", "title": "MSRC-v2 photos on kiwix Wikipedia pages",
+                    "description": "The MSRC-v2 photos with their segmentations, each on a real web page.",
+                    "license": "other", "creators": ["annobench tests"]},
+    }
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def msrc_build(tmp_path_factory) -> Path:
+    """Output folder of the real MSRC-v2 + kiwix build with its benchmark and release."""
+    if not MSRC.is_dir() or not KIWIX.is_dir():
+        pytest.skip(f"needs the real MSRC-v2 photos at {MSRC} and the kiwix pages at {KIWIX} (../shared is absent)")
+    workdir = tmp_path_factory.mktemp("msrc_build")
+    run_snakemake(workdir, "--cores", "2", "--configfile", str(msrc_kiwix_config(workdir)))
+    return workdir / "out"
