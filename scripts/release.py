@@ -11,9 +11,9 @@ from annobench.release import assemble_release  # noqa: E402
 with job_log(snakemake.log[0]) as log:
     count = assemble_release(
         out_dir=Path(snakemake.config["output"]),
-        release_dir=Path(snakemake.output[0]),
+        release_dir=Path(snakemake.output[0]).parent,
         config=snakemake.config,
         workflow_dir=Path(snakemake.scriptdir).parent,
         n_shards=snakemake.params.n_shards,
     )
-    log(f"{count} files released with their lineage in {snakemake.output[0]}")
+    log(f"{count} files released with their lineage in {Path(snakemake.output[0]).parent}")

@@ -110,3 +110,8 @@ def baseline_inputs(wildcards):
     if run["kind"] == "cooccurrence":
         files["text_terms"] = expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS)
     return files
+
+
+def browse_settings():
+    """The browser's settings: release.browse with the release's title."""
+    return {**config["release"]["browse"], "title": config["release"]["title"]}
