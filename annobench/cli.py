@@ -307,7 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     feature.add_argument("--kind", choices=["sift", "csift", "rgbsift", "opponentsift"],
                          help="descriptor kind, for dsift")
     feature.add_argument("images", nargs="+", help="image files; image_id is the file stem")
-    feature.add_argument("--out", required=True, help="Parquet file to write (image_id, vector)")
+    feature.add_argument("--out", required=True,
+                         help="Parquet file to write: image_id, vector (dsift: image_id, x, y, descriptor)")
     feature.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                          help="override a parameter of the feature, e.g. colour=false or seed=7")
     feature.add_argument("--configfile", default=None, help="take defaults from this config (default: config/config.yaml)")
