@@ -167,10 +167,11 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
     # A feature setting reruns that feature only.
     (tmp_path / "gist.yaml").write_text(yaml.safe_dump({"features": {"gist": {"blocks": 2}}}))
     jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "gist.yaml"))
-    assert jobs == {"feature_gist": 4, "release": 1, "all": 1}
+    # The browser shows each feature's norms, so it is rebuilt too.
+    assert jobs == {"feature_gist": 4, "browse": 1, "release": 1, "all": 1}
     (tmp_path / "seed.yaml").write_text(yaml.safe_dump({"features": {"getlf": {"seed": 5}}}))
     jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "seed.yaml"))
-    assert jobs == {"getlf_projection": 1, "feature_getlf": 4, "release": 1, "all": 1}
+    assert jobs == {"getlf_projection": 1, "feature_getlf": 4, "browse": 1, "release": 1, "all": 1}
 
     # Another codebook seed: new sample, new codebooks, new BoW vectors; nothing else.
     codebook = tmp_path / "out" / "artefacts" / "codebook_csift.parquet"
@@ -179,7 +180,7 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
     bow_seed.write_text(yaml.safe_dump({"features": {"bow": {**SMALL_CODEBOOKS["bow"], "seed": 99}}}))
     jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(bow_seed))
     assert set(jobs) == {"bow_sample", *(f"bow_codebook_{k}" for k in KINDS), *(f"feature_bow_{k}" for k in KINDS),
-                         "release", "all"}
+                         "browse", "release", "all"}
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config), str(bow_seed))
     assert codebook.read_bytes() != before
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
