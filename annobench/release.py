@@ -41,10 +41,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from annobench import __version__
-from annobench.fingerprint import params_hash
-from annobench.fsutil import atomic_path
 from annobench.croissant import write_croissant
 from annobench.dataset_card import write_dataset_card
+from annobench.fingerprint import params_hash
+from annobench.fsutil import atomic_path
 from annobench.provenance import RECORDS, describe_file, sha256_file
 
 RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports", "runs", "evaluations", "browse")
@@ -234,7 +234,7 @@ def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
          "conformsTo": {"@id": PROCESS_PROFILE},
          # The raw photos, pages and segmentations (outside the release, by file URI) are part of
          # the crate too: its lineage starts from them.
-         "hasPart": [{"@id": e["path"]} for e in released] + [{"@id": Path(p).as_uri()} for p in [*raw, *outside]],
+         "hasPart": [{"@id": e["path"]} for e in released] + [{"@id": Path(p).as_uri()} for p in [*sorted(raw), *outside]],
          "mentions": [{"@id": f"#job-{_job_name(r)}"} for r in records]},
         licence,
         {"@id": PROCESS_PROFILE, "@type": "CreativeWork", "name": "Process Run Crate", "version": "0.5"},
