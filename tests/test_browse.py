@@ -99,8 +99,12 @@ def screenshot_dir(tmp_path: Path) -> Path:
 
 def chromium_path() -> Path:
     if not CHROMIUM.exists() and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "install", "-y", "chromium"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
+        apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-y", "-q"]
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": False}
+        # A fresh machine may have no package lists yet: update once, then try again.
+        if subprocess.run([*apt, "install", "chromium"], **quiet).returncode != 0:
+            subprocess.run([*apt, "update"], **quiet)
+            subprocess.run([*apt, "install", "chromium"], **quiet)
     if not CHROMIUM.exists():
         pytest.skip(f"needs the Debian chromium at {CHROMIUM} (apt-get install chromium)")
     return CHROMIUM
