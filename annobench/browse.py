@@ -44,6 +44,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from PIL import Image
 
+from annobench.layout import shard_name
+
 DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20}
 
 # Caps on what one page lists, so no HTML file grows with the collection.
@@ -103,16 +105,12 @@ def escape_char(ch: str) -> str:
     return "".join(f"~{byte:02x}" for byte in ch.encode("utf-8", "surrogatepass"))
 
 
-def shard_label(shard: int) -> str:
-    return f"shard-{shard:05d}"
-
-
 def image_page_path(shard: int, image_id: str) -> str:
-    return f"images/{shard_label(shard)}/{file_stem(image_id)}.html"
+    return f"images/{shard_name(shard)}/{file_stem(image_id)}.html"
 
 
 def overlay_path(shard: int, annotator: int, image_id: str) -> str:
-    return f"overlays/{shard_label(shard)}/annotator-{annotator}/{file_stem(image_id)}.png"
+    return f"overlays/{shard_name(shard)}/annotator-{annotator}/{file_stem(image_id)}.png"
 
 
 def grid_page_path(page: int) -> str:
@@ -1004,7 +1002,7 @@ def segmentation_html(here: str, view: ImageView, annotator: int, regions: list[
                       source: Source, site: Site) -> str:
     row = view.row
     colours = {int(r["region_id"]): palette.colour(r.get("label"), r["region_id"]) for r in regions}
-    label_map = read_label_map(source.root / "segmentations" / shard_label(view.shard) / f"annotator-{annotator}"
+    label_map = read_label_map(source.root / "segmentations" / shard_name(view.shard) / f"annotator-{annotator}"
                                / f"{row['image_id']}.png")
     if label_map is not None and row.get("resized_width") and row.get("resized_height"):
         path = overlay_path(view.shard, annotator, row["image_id"])
@@ -1155,7 +1153,7 @@ def write_image_pages(context: Context, log: Log) -> None:
             if position >= 0:
                 view = ImageView(row, int(position), data, shard)
                 context.site.write(image_page_path(shard, row["image_id"]), image_html(view, context))
-        log(f"browse: shard {number_done}/{len(shards)} ({shard_label(shard)}): {len(rows):,} image pages")
+        log(f"browse: shard {number_done}/{len(shards)} ({shard_name(shard)}): {len(rows):,} image pages")
 
 
 # ---------------------------------------------------------------- the whole site

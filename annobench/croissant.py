@@ -13,7 +13,6 @@ Output is deterministic: paths are relative, keys and lists sorted, no times.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annobench.fsutil import write_bytes_atomic
+from annobench.provenance import sha256_file
 
 CROISSANT_1_0 = "http://mlcommons.org/croissant/1.0"
 
@@ -263,14 +263,6 @@ def table_summary(table: Table) -> str:
 # ---------------------------------------------------------------- distribution
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def file_object(release_dir: Path, path: Path) -> dict:
     relative = path.relative_to(release_dir).as_posix()
     return {
@@ -280,7 +272,7 @@ def file_object(release_dir: Path, path: Path) -> dict:
         "contentUrl": relative,
         "contentSize": f"{path.stat().st_size} B",
         "encodingFormat": MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
-        "sha256": sha256_of(path),
+        "sha256": sha256_file(path),
     }
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annobench.layout import resized_dir, shard_name, table_file
 from common import REPO, peak_rss_mb
 
 TEMPLATE = REPO / "results" / "demo"
@@ -80,7 +81,7 @@ class Replicator:
 def link_files(rep: Replicator, out: Path, kind: str, pattern: str) -> None:
     """Stored pictures or label maps of the new ids: links to the template's files."""
     for k, image_id in enumerate(rep.ids):
-        shard = f"shard-{rep.shards[k]:05d}"
+        shard = shard_name(rep.shards[k])
         for original in sorted((rep.template / kind).glob(pattern.format(id=rep.stands_for[k]))):
             parts = original.relative_to(rep.template / kind).parts  # shard, [annotator], file
             target = out / kind / shard / Path(*parts[1:-1]) / (image_id + original.suffix)
@@ -94,12 +95,11 @@ def write_sharded(rep: Replicator, out: Path, name: str) -> None:
     for shard in range(rep.n_shards):
         part = rep.rows(table, rep.members(shard))
         if name == "images":
-            shard_label = f"shard-{shard:05d}"
-            paths = [f"resized/{shard_label}/{i}.jpg" for i in part.column("image_id").to_pylist()]
+            paths = [f"{resized_dir(shard)}/{i}.jpg" for i in part.column("image_id").to_pylist()]
             part = part.set_column(part.schema.get_field_index("resized_path"), "resized_path", pa.array(paths))
             part = part.set_column(part.schema.get_field_index("shard"), "shard",
                                    pa.array([shard] * part.num_rows, pa.int32()))
-        path = out / "tables" / name / f"shard-{shard:05d}.parquet"
+        path = out / table_file(name, shard)
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(part, path)
 

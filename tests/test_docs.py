@@ -146,6 +146,14 @@ def schema_keys(properties: dict, prefix: str = "") -> dict[str, dict]:
     return keys
 
 
+def assert_same_names(documented, known, missing_message: str, unknown_message: str) -> None:
+    """Both ways: everything known is documented, and nothing documented is unknown."""
+    missing = sorted(set(known) - set(documented))
+    unknown = sorted(set(documented) - set(known))
+    assert not missing, f"{missing_message}: {missing}"
+    assert not unknown, f"{unknown_message}: {unknown}"
+
+
 def test_every_config_key_is_documented_with_its_default():
     keys = schema_keys(schema()["properties"])
     text = page("configuration.md")
@@ -154,10 +162,8 @@ def test_every_config_key_is_documented_with_its_default():
         for name in BACKTICKED.findall(row[0]):
             assert name not in rows, f"configuration.md documents `{name}` twice"
             rows[name] = row
-    missing = sorted(set(keys) - set(rows))
-    unknown = sorted(set(rows) - set(keys))
-    assert not missing, f"config keys of {SCHEMA.name} not documented in docs/configuration.md: {missing}"
-    assert not unknown, f"docs/configuration.md documents keys that are not in {SCHEMA.name}: {unknown}"
+    assert_same_names(rows, keys, f"config keys of {SCHEMA.name} not documented in docs/configuration.md",
+                      f"docs/configuration.md documents keys that are not in {SCHEMA.name}")
     wrong = []
     for path, prop in keys.items():
         row = rows[path]
@@ -222,10 +228,9 @@ def test_every_subcommand_and_argument_is_documented():
         name = only_backticked(heading)
         if name is not None:
             documented[name] = body
-    unknown = sorted(set(documented) - set(commands))
-    missing = sorted(set(commands) - set(documented))
-    assert not unknown, f"docs/command-line.md has sections for commands that do not exist: {unknown}"
-    assert not missing, f"commands without a `## \\`annobench SUB\\`` section in docs/command-line.md: {missing}"
+    assert_same_names(documented, commands,
+                      "commands without a `## \\`annobench SUB\\`` section in docs/command-line.md",
+                      "docs/command-line.md has sections for commands that do not exist")
     problems = []
     for command, parser in commands.items():
         names = set(named(documented[command], "argument"))
