@@ -13,6 +13,7 @@ normalised to sum 1, and the best `top_terms` kept.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from dataclasses import dataclass, field
@@ -77,6 +78,8 @@ class TextParams:
 class ImageElement:
     position: int  # words before it
     attributes: dict[str, str]
+    # Attributes of the <source>s of the <picture> it is in: alternatives of this same image.
+    picture_sources: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -123,7 +126,7 @@ def page_words(page: Page, params: TextParams) -> PageWords:
             if kind:
                 context[kind] += 1
             if tag == "img":
-                images.append(ImageElement(position=len(ids), attributes=dict(element.attrib)))
+                images.append(ImageElement(len(ids), dict(element.attrib), picture_sources(element)))
             add(element.text)
         else:
             if kind:
@@ -138,11 +141,24 @@ def page_words(page: Page, params: TextParams) -> PageWords:
     )
 
 
+def picture_sources(img: etree._Element) -> list[dict[str, str]]:
+    """Attributes of the <source>s of the <picture> an <img> is in (libxml2 may nest the img
+    inside a source, so they are looked for anywhere in the picture)."""
+    picture = next(img.iterancestors("picture"), None)
+    return [] if picture is None else [dict(source.attrib) for source in picture.iter("source")]
+
+
 def candidate_urls(element: ImageElement) -> list[str]:
-    """Every address an <img> element names: src, lazy-load attributes, srcset entries."""
-    urls = [element.attributes[a].strip() for a in SRC_ATTRIBUTES if element.attributes.get(a, "").strip()]
+    """Every address an <img> names: its src, lazy-load attributes and srcset entries first,
+    then those of its <picture>'s sources."""
+    return [url for attributes in [element.attributes, *element.picture_sources] for url in addresses(attributes)]
+
+
+def addresses(attributes: dict[str, str]) -> list[str]:
+    """The addresses in an element's src, lazy-load and srcset attributes."""
+    urls = [attributes[a].strip() for a in SRC_ATTRIBUTES if attributes.get(a, "").strip()]
     for attribute in SRCSET_ATTRIBUTES:
-        for candidate in element.attributes.get(attribute, "").split(","):
+        for candidate in attributes.get(attribute, "").split(","):
             parts = candidate.split()
             if parts:
                 urls.append(parts[0])
@@ -166,13 +182,42 @@ def page_base(page: Page, page_url: str) -> str:
 
 
 def occurrences(words: PageWords, img_src: str, base: str) -> list[ImageElement]:
-    """The <img> elements of the page that show `img_src` (as written or once resolved)."""
-    wanted_raw = img_src.strip()
-    wanted = normalise_url(wanted_raw, base)
+    """The <img> elements of the page that show `img_src`: as written, HTML-unescaped (an
+    address copied from the HTML source keeps its `&amp;`), each also resolved against `base`."""
+    forms = _written_forms(img_src)
+    resolved = {_normalised_or_none(form, base) for form in forms} - {None}
     return [
         element for element in words.images
-        if any(url == wanted_raw or normalise_url(url, base) == wanted for url in candidate_urls(element))
+        if any(url in forms or _normalised_or_none(url, base) in resolved for url in candidate_urls(element))
     ]
+
+
+def _written_forms(img_src: str) -> list[str]:
+    """img_src as written, then HTML-unescaped if that differs (as the parsed page holds it)."""
+    written = img_src.strip()
+    unescaped = html.unescape(written)
+    return [written] if unescaped == written else [written, unescaped]
+
+
+def _normalised_or_none(url: str, base: str) -> str | None:
+    """normalise_url, or None for an address urllib cannot parse (a page may hold "http://[")."""
+    try:
+        return normalise_url(url, base)
+    except ValueError:
+        return None
+
+
+def not_found_reason(img_src: str, base: str) -> str:
+    """The rejects reason when `occurrences` found nothing: which forms were looked for, where."""
+    forms = _written_forms(img_src)
+    tried = ["as written"] + [f'HTML-unescaped "{form}"' for form in forms[1:]]
+    resolved = [_normalised_or_none(form, base) for form in forms]
+    shown = " and ".join(f'"{url}"' if url is not None else "(not a valid URL)" for url in resolved)
+    tried.append(f'resolved against "{base}" as {shown}')
+    return (
+        f"img_src not found in the page (tried: {'; '.join(tried)}; looked in <img> src, srcset and "
+        "lazy-load attributes, <picture> sources and <noscript>)"
+    )
 
 
 def occurrence_scores(words: PageWords, element: ImageElement, params: TextParams) -> dict[str, float]:
