@@ -98,10 +98,16 @@ def _text(args: argparse.Namespace) -> int:
     from annobench.text_stage import extract_text, read_mapping, write_scofeat, write_text_tables
 
     config = load_config(args.configfile)
-    pages, out = _folder(args.pages), Path(args.out)
+    out = Path(args.out)
+    if args.warc:
+        pages, derived_mapping = _index_archives(args.warc, config, out)
+    else:
+        pages, derived_mapping = _folder(args.pages), None
     out.mkdir(parents=True, exist_ok=True)
     mapping = Path(args.mapping) if args.mapping else out / "mapping.csv"
-    if not args.mapping:
+    if derived_mapping is not None and not args.mapping:
+        mapping.write_bytes(derived_mapping)
+    elif not args.mapping:
         derived = derive_mapping(pages, PageLimits.from_config(config["text"]))
         write_mapping(derived, mapping, out / "images.csv", pages)
         print(f"derived {len(derived.mapping)} image/page rows for {len(derived.images)} images -> {mapping} "
@@ -118,9 +124,32 @@ def _text(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index_archives(archives: list[str], config: dict, out: Path):
+    """Index web archives into `out` (its warc tables and unresolved.csv): their pages and mapping CSV."""
+    from annobench.fingerprint import params_hash
+    from annobench.warc_index import IndexSettings, WarcPages, index_for, mapping_csv, write_unresolved, \
+        write_warc_tables
+
+    config["input"]["warc"], config["output"] = archives, str(out)
+    index = index_for(config, log=lambda line: print(line, file=sys.stderr))
+    write_warc_tables(index, out, params_hash(IndexSettings.from_config(config).key_fields()))
+    write_unresolved(index, out / "unresolved.csv")
+    print(f"{len(index.archives)} archive(s): {len(index.pages)} pages, {len(index.images)} images, "
+          f"{len(index.mapping)} image/page rows, {len(index.unresolved)} addresses without an image record, "
+          f"{len(index.rejects)} rejected records -> {out}/tables/warc_records, warc_page_map, warc_rejects, "
+          "unresolved.csv")
+    return WarcPages(index.pages), mapping_csv(index.mapping)
+
+
 def _pages_map(args: argparse.Namespace) -> int:
+    from annobench.config import load_config
     from annobench.page_map import derive_mapping, write_mapping
 
+    if args.warc:
+        out = Path(args.out)
+        _, mapping = _index_archives(args.warc, load_config(args.configfile), out)
+        (out / "mapping.csv").write_bytes(mapping)
+        return 0
     pages, out = _folder(args.pages), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     derived = derive_mapping(pages)
@@ -142,7 +171,7 @@ def _regions(args: argparse.Namespace) -> int:
 
     config = load_config(args.configfile)
     try:
-        sources = walk_image_folder(Path(args.images), config["ingest"]["extensions"])
+        sources = walk_image_folder(Path(args.images), config["ingest"]["extensions"], config["ingest"]["image_id"])
         check_unique_ids(sources)
     except InventoryError as error:
         print(f"annobench: {error}", file=sys.stderr)
@@ -314,20 +343,33 @@ def build_parser() -> argparse.ArgumentParser:
     feature.add_argument("--configfile", default=None, help="take defaults from this config (default: config/config.yaml)")
     feature.set_defaults(handler=_feature)
 
-    text = commands.add_parser("text", help="near-image text features of a folder of pages, outside snakemake")
-    text.add_argument("--pages", required=True, help="folder of saved pages (page_id = path under it)")
-    text.add_argument("--mapping", default=None, help="CSV image_id,page_id,img_src; derived from the pages if absent")
+    text = commands.add_parser("text", help="near-image text features of saved pages or web archives, outside "
+                                            "snakemake")
+    source = text.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pages", help="folder of saved pages (page_id = path under it)")
+    source.add_argument("--warc", nargs="+", metavar="FILE",
+                        help="web archives (.warc, .warc.gz, or folders of them) holding the pages and images "
+                             "(page_id = the page's address)")
+    text.add_argument("--mapping", default=None,
+                      help="CSV image_id,page_id,img_src; derived from the pages or archives if absent")
     text.add_argument("--out", required=True, help="folder for the tables and the .scofeat export")
     text.add_argument("--configfile", default=None,
                       help="take the text settings from this config (default: config/config.yaml)")
     text.set_defaults(handler=_text)
 
     pages_map = commands.add_parser(
-        "pages-map", help="derive mapping.csv and an image list from saved pages whose images sit beside them"
+        "pages-map", help="derive mapping.csv from saved pages whose images sit beside them, or from web archives"
     )
-    pages_map.add_argument("--pages", required=True,
-                           help="folder of saved pages with their images (page_id = path under it)")
-    pages_map.add_argument("--out", required=True, help="folder for mapping.csv, images.csv, unresolved.csv")
+    source = pages_map.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pages", help="folder of saved pages with their images (page_id = path under it)")
+    source.add_argument("--warc", nargs="+", metavar="FILE",
+                        help="web archives (.warc, .warc.gz, or folders of them): page_id = the page's address, "
+                             "image_id = the image's address without its scheme (docs: input.warc)")
+    pages_map.add_argument("--out", required=True,
+                           help="folder for mapping.csv and unresolved.csv, and images.csv (a folder) or the "
+                                "tables warc_records, warc_page_map and warc_rejects (archives)")
+    pages_map.add_argument("--configfile", default=None,
+                           help="take the warc and text settings from this config (default: config/config.yaml)")
     pages_map.set_defaults(handler=_pages_map)
 
     regions = commands.add_parser("regions", help="region features and spatial relations of segmented images")

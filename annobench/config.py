@@ -65,7 +65,11 @@ def deep_merge(base: dict, extra: dict) -> dict:
 
 def ingest_params(config: dict) -> dict:
     """The parameters that decide the content of the images/rejects tables and resized files."""
-    return {
-        "ingest": config["ingest"],
+    # How ids are made is not here: the ids are in each shard's listing fingerprint.
+    params = {
+        "ingest": {key: value for key, value in config["ingest"].items() if key != "image_id"},
         "resize": config["resize"],
     }
+    if config["input"]["warc"]:  # how archived images are read
+        params["warc"] = {"max_image_bytes": config["warc"]["max_image_bytes"]}
+    return params

@@ -36,6 +36,7 @@ def ingest_shard(
     leaves nothing that looks finished.
     """
     limits = DecodeLimits.from_config(config["ingest"])
+    max_record_bytes = config["warc"]["max_image_bytes"]
     resize_config = config["resize"]
     extension = resize.EXTENSIONS[resize_config["format"]]
     folder = layout.resized_dir(shard)
@@ -47,7 +48,7 @@ def ingest_shard(
         partial_dir.mkdir()
         for source in sources:
             relative = f"{folder}/{source.image_id}{extension}"
-            row, encoded = ingest_one(source, limits, resize_config, relative, shard)
+            row, encoded = ingest_one(source, limits, resize_config, relative, shard, max_record_bytes)
             if encoded is None:
                 result.rejects.append(row)
                 log(f"rejected {source.image_id} ({source.source_path}): {row['reason']}")
@@ -62,12 +63,13 @@ def ingest_shard(
 
 
 def ingest_one(
-    source: ImageSource, limits: DecodeLimits, resize_config: dict, resized_path: str, shard: int
+    source: ImageSource, limits: DecodeLimits, resize_config: dict, resized_path: str, shard: int,
+    max_record_bytes: int = 50_000_000,
 ) -> tuple[dict, bytes | None]:
     """Return (images row, encoded resized file) or (rejects row, None)."""
     sha256 = None
     try:
-        data = read_source(source.path)
+        data = read_source(source.path) if source.warc is None else read_record(source.warc, max_record_bytes)
         sha256 = hashlib.sha256(data).hexdigest()
         decoded = decode_image(data, limits)
     except ImageRejected as exc:
@@ -108,6 +110,16 @@ def read_source(path: str | Path) -> bytes:
         raise ImageRejected(f"unreadable file: {exc.strerror or exc}") from None
 
 
+def read_record(ref, max_bytes: int) -> bytes:
+    """An image's bytes from its web-archive record, checked again as it is read."""
+    from annobench.warc import RecordRejected, read_record_payload
+
+    try:
+        return read_record_payload(ref, "image", max_bytes)[0]
+    except RecordRejected as error:
+        raise ImageRejected(str(error)) from None
+
+
 class ListingChanged(RuntimeError):
     """The raw inputs changed between planning the workflow and running the job."""
 
@@ -129,7 +141,18 @@ def run_shard_job(config: dict, shard: int, expected_fingerprint: str, params_ha
             )
         sources = inventory.shards[shard]
         result = ingest_shard(sources, shard, Path(config["output"]), config, params_hash, log)
-    from annobench.provenance import raw_file
+    return image_raw_inputs(sources, result)
 
-    hashes = {row["image_id"]: row["sha256"] for row in result.images + result.rejects}
-    return [raw_file(s.path, s.source_path, hashes.get(s.image_id), role="image", key=s.image_id) for s in sources]
+
+def image_raw_inputs(sources: list[ImageSource], result: ShardResult) -> list[dict]:
+    from annobench.provenance import archived_file, raw_file
+
+    rows = {row["image_id"]: row for row in result.images + result.rejects}
+    raw = []
+    for source in sources:
+        row = rows.get(source.image_id, {})
+        if source.warc is None:
+            raw.append(raw_file(source.path, source.source_path, row.get("sha256"), role="image", key=source.image_id))
+        else:
+            raw.append(archived_file(source.warc, source.source_path, "image", source.image_id, row.get("sha256")))
+    return raw

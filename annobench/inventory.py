@@ -28,8 +28,9 @@ class InventoryError(ValueError):
 @dataclass(frozen=True)
 class ImageSource:
     image_id: str
-    source_path: str  # as recorded in the tables: relative to the image folder or as listed
+    source_path: str  # as recorded in the tables: relative to the image folder, as listed, or its address
     path: str  # where to read it from (a str: pathlib costs seconds at 500,000 images)
+    warc: object = None  # a warc.RecordRef when the bytes are a record of a web archive at `path`
 
 
 @dataclass
@@ -60,15 +61,34 @@ def build_inventory(config: dict) -> Inventory:
 
 def list_images(config: dict) -> list[ImageSource]:
     inputs = config["input"]
-    if inputs["image_list"]:
+    if inputs["warc"]:
+        sources = archived_images(config)
+    elif inputs["image_list"]:
         sources = read_image_list(Path(inputs["image_list"]))
     else:
-        sources = walk_image_folder(Path(inputs["images"]), config["ingest"]["extensions"])
+        sources = walk_image_folder(Path(inputs["images"]), config["ingest"]["extensions"],
+                                    config["ingest"]["image_id"])
     check_unique_ids(sources)
     return sorted(sources, key=lambda source: source.image_id)
 
 
-def walk_image_folder(root: Path, extensions: list[str]) -> list[ImageSource]:
+def archived_images(config: dict) -> list[ImageSource]:
+    """The images of input.warc's archives (warc_index), each read from its record."""
+    from annobench.warc_index import index_for
+
+    if config["input"]["segmentations"]:
+        raise InventoryError("input.segmentations cannot be used with input.warc: regions are cut from image "
+                             "files, and archived images have none; set input.segmentations: \"\"")
+    try:
+        index = index_for(config)
+    except FileNotFoundError as error:
+        raise InventoryError(str(error)) from None
+    return [ImageSource(image_id=check_image_id(image_id, located.address), source_path=located.address,
+                        path=located.ref.warc, warc=located.ref)
+            for image_id, located in index.images.items()]
+
+
+def walk_image_folder(root: Path, extensions: list[str], ids: str = "stem") -> list[ImageSource]:
     if not root.is_dir():
         raise InventoryError(f"image folder {root} does not exist or is not a folder")
     wanted = {e.lower() for e in extensions}
@@ -83,7 +103,8 @@ def walk_image_folder(root: Path, extensions: list[str]) -> list[ImageSource]:
                 continue
             path = os.path.join(folder, name)
             rel = Path(os.path.relpath(path, root)).as_posix()
-            sources.append(ImageSource(image_id=check_image_id(stem, rel), source_path=rel, path=path))
+            image_id = stem if ids == "stem" else path_image_id(rel)
+            sources.append(ImageSource(image_id=check_image_id(image_id, rel), source_path=rel, path=path))
     return sources
 
 
@@ -117,6 +138,25 @@ def read_image_list(list_path: Path) -> list[ImageSource]:
     return sources
 
 
+# Written as %XX in ids made from paths and addresses: '%' itself first, so unquote() reverses it.
+ID_ESCAPED = re.compile(r"[%/\\\x00-\x1f\x7f]|^\s|\s$")
+MAX_PATH_ID_BYTES = 240  # with its extension, the stored image's file name must stay under 255 bytes
+
+
+def encode_id(text: str) -> str:
+    """`text` as an id: '%', separators, control characters and edge spaces as %XX; unquote() reverses it."""
+    return ID_ESCAPED.sub(lambda found: "".join(f"%{b:02X}" for b in found.group().encode("utf-8")), text)
+
+
+def path_image_id(relative: str) -> str:
+    """ingest.image_id: path -- the path under the image folder without its extension, encoded."""
+    image_id = encode_id(os.path.splitext(relative)[0])
+    if len(image_id.encode("utf-8")) > MAX_PATH_ID_BYTES:
+        raise InventoryError(f"the id of {relative} would be {len(image_id.encode())} bytes, too long for a file "
+                             f"name (at most {MAX_PATH_ID_BYTES}); give shorter ids in input.image_list")
+    return image_id
+
+
 # Non-empty, no path separators or control characters, no surrounding spaces.
 _ID_INNER = r"[^/\\\x00-\x1f\x7f]"
 _ID_EDGE = r"[^/\\\x00-\x1f\x7f\s]"
@@ -144,7 +184,8 @@ def check_unique_ids(sources: list[ImageSource]) -> None:
         )
         raise InventoryError(
             f"{len(collisions)} image_id(s) are given by more than one file: {examples}. "
-            "Rename the files or give explicit ids in input.image_list (CSV image_id,path)."
+            "Set ingest.image_id: path (ids from the path under the folder), rename the files, or give "
+            "explicit ids in input.image_list (CSV image_id,path)."
         )
 
 
@@ -165,5 +206,7 @@ def listing_fingerprint(sources: list[ImageSource], n_shards: int) -> str:
     digest = hashlib.sha256(f"shards={n_shards}\n".encode())
     for source in sources:
         state = file_state(source.path)
+        if source.warc is not None:  # a record: its place in the archive too
+            state += f"@{source.warc.offset}:{source.warc.record_id}"
         digest.update(f"{source.image_id}\t{source.source_path}\t{state}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()

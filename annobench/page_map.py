@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from annobench.pages import PageLimits, PageRejected, read_page
-from annobench.text_features import TextParams, candidate_urls, page_words
+from annobench.text_features import candidate_urls, page_images
 
 PAGE_ENDINGS = {".html", ".htm", ".xhtml", ".shtml"}
 IMAGE_ENDINGS = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
@@ -69,7 +69,6 @@ def _inside(path: Path, root: Path) -> bool:
 
 def derive_mapping(pages_dir: Path | str, limits: PageLimits = PageLimits()) -> DerivedMapping:
     root = Path(pages_dir).resolve()
-    params = TextParams()
     mapping, images, unusable, unresolved = set(), {}, [], []
     for page_path in sorted(p for p in root.rglob("*") if p.suffix.lower() in PAGE_ENDINGS and p.is_file()):
         page_id = page_path.relative_to(root).as_posix()
@@ -78,7 +77,7 @@ def derive_mapping(pages_dir: Path | str, limits: PageLimits = PageLimits()) -> 
         except PageRejected as error:
             unusable.append((page_id, str(error)))
             continue
-        for element in page_words(page, params).images:
+        for element in page_images(page):
             for url in candidate_urls(element):
                 image = local_image(root, page_path, url)
                 if image is None:

@@ -90,7 +90,7 @@ def decode_page(data: bytes, charset: str = "") -> tuple[str, str]:
     if charset and not data.startswith(BYTE_ORDER_MARKS):  # a BOM outranks HTTP, as in browsers
         try:
             return data.decode(charset), codecs.lookup(charset).name
-        except (LookupError, UnicodeDecodeError):
+        except (LookupError, ValueError):  # UnicodeDecodeError, or a name with a NUL in it
             pass  # a wrong or unknown declaration: read it as a saved file
     dammit = UnicodeDammit(data, is_html=True)
     if dammit.unicode_markup is not None:

@@ -75,6 +75,21 @@ def raw_file(path: Path | str, given_as: str, sha256: str | None = None, role: s
     }
 
 
+def archived_file(ref, address: str, role: str, key: str | None, sha256: str | None = None) -> dict:
+    """A raw input read from a web-archive record (warc.RecordRef): the archive, the record's id,
+    offset and declared payload digest, and the sha256 of the payload as used."""
+    return {
+        "key": key,
+        "path": address,
+        "absolute_path": os.path.abspath(ref.warc),
+        "sha256": sha256 or ref.sha256 or None,
+        "size": ref.size or None,
+        "role": role,
+        "warc": {"file": ref.warc, "record_id": ref.record_id, "offset": ref.offset,
+                 "payload_digest": ref.payload_digest},
+    }
+
+
 def job_usage(resources: dict) -> dict:
     """This job's own peak memory and CPU time (exact, unlike sampling from outside), and what it declared."""
     usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -26,6 +26,7 @@ itself without a hash: it cannot hold its own).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -221,7 +222,10 @@ def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
     raw = {}
     for record in records:
         for item in record["raw_inputs"]:
-            raw[item["absolute_path"]] = item
+            if item.get("warc"):  # a record: the crate names its archive (hashed by the warc_tables job)
+                raw.setdefault(item["absolute_path"], {"path": item["warc"]["file"], "sha256": None, "size": None})
+            else:
+                raw[item["absolute_path"]] = item
     outside = sorted({i["path"] for r in records for i in r["inputs"] if os.path.isabs(i["path"])} - set(raw))
     metadata = info["config"].get("release", {})
     licence = crate_licence(metadata.get("license", ""))
@@ -245,8 +249,9 @@ def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
         graph.append({"@id": entry["path"] if entry["released"] else f"#build/{entry['path']}", "@type": "File",
                       "contentSize": entry["size"], "sha256": entry["sha256"]})
     for path, item in sorted(raw.items()):
-        graph.append({"@id": Path(path).as_uri(), "@type": "File", "name": item["path"], "sha256": item["sha256"],
-                      "contentSize": item["size"]})
+        entity = {"@id": Path(path).as_uri(), "@type": "File", "name": item["path"], "sha256": item["sha256"],
+                  "contentSize": item["size"]}
+        graph.append({key: value for key, value in entity.items() if value is not None})
     input_hashes = {i["path"]: i["sha256"] for r in records for i in r["inputs"]}
     for path in outside:  # inputs outside the build that are not raw data files (a mapping file)
         graph.append({"@id": Path(path).as_uri(), "@type": "File", "name": Path(path).name,
@@ -262,8 +267,8 @@ def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
         graph.append({
             "@id": f"#job-{_job_name(record)}", "@type": "CreateAction", "name": _job_name(record),
             "instrument": {"@id": "#annobench"}, "endTime": record["finished"],
-            "object": [ref(i["path"]) for i in record["inputs"]] + [{"@id": Path(r["absolute_path"]).as_uri()}
-                                                                   for r in record["raw_inputs"]],
+            "object": [ref(i["path"]) for i in record["inputs"]] + [
+                {"@id": uri} for uri in dict.fromkeys(Path(r["absolute_path"]).as_uri() for r in record["raw_inputs"])],
             "result": [ref(o["path"]) for o in record["outputs"]],
         })
     return {"@context": "https://w3id.org/ro/crate/1.1/context", "@graph": graph}
@@ -360,9 +365,33 @@ def _job_lineage(job: dict, by_path: dict[str, dict], checked: dict[str, str | N
             found.append(("unclosed", f"made from {source['path']}, which the manifest does not hold with the "
                                       "same sha256"))
     for raw in job["raw_inputs"]:
-        if raw["sha256"] is not None:
+        if raw.get("warc"):
+            found += _check_archived(raw, checked)
+        elif raw["sha256"] is not None:
             found += _check_raw(raw["absolute_path"], raw["sha256"], checked)
     return found
+
+
+def _check_archived(raw: dict, checked: dict[str, str | None]) -> list[tuple[str, str]]:
+    """A page or image read from a web archive: the record is still at its offset, with its id, its
+    payload still matches the archive's digest and has the sha256 recorded."""
+    from annobench.warc import RecordRejected, read_record_payload
+    from annobench.warc_index import ref_of_raw
+
+    ref = ref_of_raw(raw)
+    where = f"{ref.warc}@{ref.offset}"
+    if where not in checked:
+        try:
+            data, _ = read_record_payload(ref, raw["role"], max_bytes=1 << 62)
+            checked[where] = hashlib.sha256(data).hexdigest()
+        except RecordRejected as error:
+            checked[where] = f"unreadable: {error}"
+    now = checked[where]
+    if raw["sha256"] is None or now == raw["sha256"]:
+        return [] if not now.startswith("unreadable") else [("stale", f"raw input {raw['path']}: {now}")]
+    detail = now if now.startswith("unreadable") else "its payload has changed since the build"
+    return [("stale", f"raw input {raw['path']} (record {ref.record_id} at byte {ref.offset} of {ref.warc}): "
+                      f"{detail}")]
 
 
 def _check_raw(path: str, sha256: str, checked: dict[str, str | None]) -> list[tuple[str, str]]:
@@ -438,7 +467,9 @@ def run_rule(rule: str, params: dict, config: dict, entry: dict, shard: int, scr
         from annobench.ingest import ingest_shard
         from annobench.inventory import ImageSource
 
-        sources = sorted((ImageSource(r["key"], r["path"], r["absolute_path"])
+        from annobench.warc_index import ref_of_raw
+
+        sources = sorted((ImageSource(r["key"], r["path"], r["absolute_path"], ref_of_raw(r) if r.get("warc") else None)
                           for r in entry["raw_inputs"] if r["role"] == "image"), key=lambda s: s.image_id)
         ingest_shard(sources, shard, scratch, config, params["params_hash"], log)
     elif rule.startswith("feature_bow_"):
@@ -455,10 +486,14 @@ def run_rule(rule: str, params: dict, config: dict, entry: dict, shard: int, scr
     elif rule == "text_shard":
         from annobench.pages import PageLimits
         from annobench.text_features import TextParams
-        from annobench.text_stage import build_text_plan, extract_text, write_text_tables
+        from annobench.text_stage import build_text_plan, extract_text, read_mapping_table, write_text_tables
+        from annobench.warc_index import WarcPages
 
-        mapping = next(i["path"] for i in entry["inputs"] if os.path.isabs(i["path"]))
-        pages = _raw_root(entry, "page")
+        mapping = next(i["path"] for i in entry["inputs"] if os.path.isabs(i["path"]) or "warc_page_map" in i["path"])
+        if any(r.get("warc") for r in entry["raw_inputs"]):  # pages read from web archives
+            mapping, pages = read_mapping_table(scratch / mapping), WarcPages.from_raw_inputs(entry["raw_inputs"])
+        else:
+            pages = _raw_root(entry, "page")
         plan = build_text_plan(mapping, pages, n_shards)
         result = extract_text(plan.shards[shard], pages, TextParams.from_config(config["text"]),
                               PageLimits.from_config(config["text"]), owned=lambda p: plan.owners[p] == shard, log=log)

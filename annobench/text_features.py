@@ -141,6 +141,11 @@ def page_words(page: Page, params: TextParams) -> PageWords:
     )
 
 
+def page_images(page: Page) -> list[ImageElement]:
+    """The page's <img> elements alone (no word positions): what mapping derivation needs."""
+    return [ImageElement(0, dict(element.attrib), picture_sources(element)) for element in page.root.iter("img")]
+
+
 def picture_sources(img: etree._Element) -> list[dict[str, str]]:
     """Attributes of the <source>s of the <picture> an <img> is in (libxml2 may nest the img
     inside a source, so they are looked for anywhere in the picture)."""

@@ -1,7 +1,8 @@
 """Text features for the workflow: the page mapping, one image shard's pages, the tables.
 
 The mapping (image_id, page_id, img_src[, page_url]) says where each image
-appeared; page_id is the page file's path under the pages folder. Work is
+appeared; page_id is the page file's path under the pages folder, or for
+pages read from web archives (input.warc) the page's address. Work is
 split by image shard (the shard of the image_id, as for every other table),
 so a page is parsed by each shard that has an image on it; its cleaned copy
 and its `pages` row are written once, by its owner: the shard of the
@@ -23,11 +24,11 @@ import pyarrow as pa
 from annobench import layout
 from annobench.fingerprint import file_state
 from annobench.inventory import InventoryError, shard_of
-from annobench.pages import PageLimits, PageRejected, read_page
+from annobench.pages import Page, PageLimits, PageRejected, read_page
 from annobench.progress import Progress, job_log
 from annobench.tables import field as column, rows_to_table, write_table
 from annobench.text_features import (
-    TextParams, occurrence_scores, occurrences, page_base, page_words, top_terms,
+    TextParams, not_found_reason, occurrence_scores, occurrences, page_base, page_words, top_terms,
 )
 
 TEXT_TABLES = ("text_terms", "image_urls", "pages", "pages_xml", "text_rejects")
@@ -73,12 +74,30 @@ class MappingRow(NamedTuple):
     page_url: str = ""
 
 
+class FolderPages:
+    """Pages saved as files under a folder; page_id is the path under it."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    def state(self, page_id: str) -> str:
+        return file_state(os.path.join(self.root, page_id))
+
+    def read(self, page_id: str, limits: PageLimits) -> Page:
+        return read_page(page_id, self.root / page_id, limits)
+
+    def raw_input(self, page_id: str) -> dict:
+        from annobench.provenance import raw_file
+
+        return raw_file(self.root / page_id, page_id, role="page")
+
+
 @dataclass
 class TextPlan:
     n_shards: int
     shards: list[list[MappingRow]]
     owners: dict[str, int]  # page_id -> shard that writes its copy
-    pages_dir: Path
+    pages: FolderPages  # or warc_index.WarcPages: state, read and raw_input of a page_id
     _fingerprints: dict[int, str] = field(default_factory=dict, repr=False)
     _page_states: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -96,7 +115,7 @@ class TextPlan:
         """Each page is stat'ed once, however many images and shards it serves."""
         state = self._page_states.get(page_id)
         if state is None:
-            state = self._page_states[page_id] = file_state(os.path.join(self.pages_dir, page_id))
+            state = self._page_states[page_id] = self.pages.state(page_id)
         return state
 
 
@@ -129,8 +148,11 @@ def _inside_folder(page_id: str) -> bool:
     return bool(page_id) and not page_id.startswith("/") and ".." not in page_id.split("/")
 
 
-def build_text_plan(mapping_path: Path | str, pages_dir: Path | str, n_shards: int) -> TextPlan:
-    rows = sorted(set(read_mapping(mapping_path)))  # tuple order: image, page, src, url
+def build_text_plan(mapping, pages, n_shards: int) -> TextPlan:
+    """mapping: a mapping CSV or its rows; pages: a folder of saved pages, or a page store
+    (FolderPages, warc_index.WarcPages)."""
+    pages = FolderPages(pages) if isinstance(pages, (str, Path)) else pages
+    rows = sorted(set(read_mapping(mapping) if isinstance(mapping, (str, Path)) else mapping))  # image, page, src, url
     shards: list[list[MappingRow]] = [[] for _ in range(n_shards)]
     owners: dict[str, int] = {}
     image_id, shard = None, 0
@@ -139,7 +161,35 @@ def build_text_plan(mapping_path: Path | str, pages_dir: Path | str, n_shards: i
             image_id, shard = row.image_id, shard_of(row.image_id, n_shards)
         shards[shard].append(row)
         owners.setdefault(row.page_id, shard)
-    return TextPlan(n_shards=n_shards, shards=shards, owners=owners, pages_dir=Path(pages_dir))
+    return TextPlan(n_shards=n_shards, shards=shards, owners=owners, pages=pages)
+
+
+def page_sources(config: dict) -> tuple[Path | str | list[MappingRow], object]:
+    """The page mapping and the pages of a config: input.page_map and input.pages, or what
+    input.warc's archives hold (their mapping derived by warc_index)."""
+    inputs = config["input"]
+    if inputs["warc"]:
+        from annobench.warc_index import WarcPages, index_for
+
+        index = index_for(config)
+        return [MappingRow(*row) for row in index.mapping], WarcPages(index.pages)
+    return inputs["page_map"], FolderPages(inputs["pages"])
+
+
+def read_mapping_table(path: Path | str) -> list[MappingRow]:
+    """The rows of a mapping table (tables/warc_page_map/all.parquet)."""
+    import pyarrow.parquet as pq
+
+    columns = pq.read_table(path, columns=["image_id", "page_id", "img_src", "page_url"]).to_pydict()
+    return [MappingRow(*row) for row in zip(*columns.values())]
+
+
+def text_plan_for(config: dict, n_shards: int) -> TextPlan | None:
+    """The text plan of a build, or None when it has no pages."""
+    if not (config["input"]["page_map"] or config["input"]["warc"]):
+        return None
+    mapping, pages = page_sources(config)
+    return build_text_plan(mapping, pages, n_shards)
 
 
 @dataclass
@@ -149,11 +199,13 @@ class TextResult:
 
 
 def extract_text(
-    rows: list[MappingRow], pages_dir: Path, params: TextParams, limits: PageLimits,
+    rows: list[MappingRow], pages, params: TextParams, limits: PageLimits,
     owned: Callable[[str], bool] = lambda page_id: True, log: Callable[[str], None] = print,
     every_seconds: float = 10.0,
 ) -> TextResult:
-    """Text features of the images in `rows`, from their pages, with every problem reported."""
+    """Text features of the images in `rows`, from their pages (a folder or a page store), with every
+    problem reported."""
+    pages = FolderPages(pages) if isinstance(pages, (str, Path)) else pages
     by_page: dict[str, list[MappingRow]] = defaultdict(list)
     for row in rows:
         by_page[row.page_id].append(row)
@@ -163,7 +215,7 @@ def extract_text(
     for page_id in sorted(by_page):
         page_rows = by_page[page_id]
         try:
-            page = read_page(page_id, pages_dir / page_id, limits)
+            page = pages.read(page_id, limits)
         except PageRejected as error:
             tables["text_rejects"].extend(
                 {"image_id": r.image_id, "page_id": page_id, "reason": f"page unusable: {error}"} for r in page_rows
@@ -185,7 +237,7 @@ def extract_text(
             })
             if not found:
                 tables["text_rejects"].append(
-                    {"image_id": row.image_id, "page_id": page_id, "reason": "img_src not found in the page"}
+                    {"image_id": row.image_id, "page_id": page_id, "reason": not_found_reason(row.img_src, base)}
                 )
                 continue
             image_scores = scores.setdefault(row.image_id, {})
@@ -232,21 +284,17 @@ def run_text_shard(config: dict, shard: int, n_shards: int, expected_fingerprint
     """
     from annobench.ingest import ListingChanged
 
-    inputs = config["input"]
     with job_log(log_path) as log:
-        plan = build_text_plan(inputs["page_map"], inputs["pages"], n_shards)
+        plan = text_plan_for(config, n_shards)
         if plan.fingerprint(shard) != expected_fingerprint:
             raise ListingChanged(f"the pages or mapping rows of shard {shard} changed after the workflow was planned")
         result = extract_text(
-            plan.shards[shard], Path(inputs["pages"]), TextParams.from_config(config["text"]),
+            plan.shards[shard], plan.pages, TextParams.from_config(config["text"]),
             PageLimits.from_config(config["text"]), owned=lambda page_id: plan.owners[page_id] == shard,
             log=log, every_seconds=config["progress"]["log_every_seconds"],
         )
         write_text_tables(result, config["output"], shard, params_hash)
-    from annobench.provenance import raw_file
-
-    pages = sorted({row.page_id for row in plan.shards[shard]})
-    return [raw_file(Path(inputs["pages"]) / page_id, page_id, role="page") for page_id in pages]
+    return [plan.pages.raw_input(page_id) for page_id in sorted({row.page_id for row in plan.shards[shard]})]
 
 
 def write_scofeat(text_terms_tables: list[str], out_path: Path | str, iids_path: Path | str) -> int:

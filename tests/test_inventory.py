@@ -113,3 +113,34 @@ def test_editing_one_raw_file_changes_only_its_shard_fingerprint(tmp_path):
     after = build_inventory(config_for(tmp_path, per_shard=10))
     changed = [k for k in range(4) if fingerprints[k] != after.fingerprint(k)]
     assert changed == [2]
+
+
+def test_path_ids_keep_repeated_stems_apart_and_unquote_back_to_the_path(tmp_path):
+    """cats/001.jpg and dogs/001.jpg: refused with stem ids (the error names the option), kept apart with path ids."""
+    from urllib.parse import unquote
+
+    photos = bsds_photos()[:4]
+    names = ["cats/001.jpg", "dogs/001.jpg", "dogs/100% sure/a b.png", "top.jpg"]
+    for name, photo in zip(names, photos):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(photo, tmp_path / name)
+    with pytest.raises(InventoryError, match="ingest.image_id: path"):
+        list_images(config_for(tmp_path))
+    config = config_for(tmp_path)
+    config["ingest"]["image_id"] = "path"
+    sources = list_images(config)
+    assert [s.image_id for s in sources] == ["cats%2F001", "dogs%2F001", "dogs%2F100%25 sure%2Fa b", "top"]
+    for source in sources:
+        assert unquote(source.image_id) == os.path.splitext(source.source_path)[0]
+        assert (tmp_path / source.source_path).is_file()
+
+
+def test_path_ids_still_refuse_files_that_differ_only_in_their_extension(tmp_path):
+    photo = bsds_photos()[0]
+    for name in ("a/x.jpg", "a/x.png"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(photo, tmp_path / name)
+    config = config_for(tmp_path)
+    config["ingest"]["image_id"] = "path"
+    with pytest.raises(InventoryError, match=r"'a%2Fx' <- a/x.jpg, a/x.png"):
+        list_images(config)

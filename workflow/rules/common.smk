@@ -14,26 +14,31 @@ from annobench.config import ingest_params
 from annobench.features import FEATURES
 from annobench.fingerprint import code_fingerprint, folder_state, params_hash
 from annobench.inventory import InventoryError, build_inventory
-from annobench.text_stage import TEXT_TABLES, build_text_plan
+from annobench.text_stage import TEXT_TABLES, text_plan_for
 from annobench.region_stage import REGION_TABLES
+from annobench.warc_index import index_for
 
 OUT = config["output"]
 
 try:
+    # Web archives are read once and their catalogue cached (work/warc/): the inventory and the
+    # text plan below come from it.
+    WARC_KEY = index_for(config, log=logger.info).key if config["input"]["warc"] else ""
     INVENTORY = build_inventory(config)
-except InventoryError as error:
+except (InventoryError, FileNotFoundError) as error:
     raise WorkflowError(f"cannot list the input images: {error}")
 
 SHARDS = layout.shard_ids(INVENTORY.n_shards)
 
 try:
-    TEXT_PLAN = (
-        build_text_plan(config["input"]["page_map"], config["input"]["pages"], INVENTORY.n_shards)
-        if config["input"]["page_map"]
-        else None
-    )
+    TEXT_PLAN = text_plan_for(config, INVENTORY.n_shards)
 except InventoryError as error:
     raise WorkflowError(f"cannot read the page mapping: {error}")
+# The text jobs' mapping file: with input.warc, the table the catalogue's mapping is released as.
+if config["input"]["warc"]:
+    PAGE_MAP = f"{OUT}/tables/warc_page_map/all.parquet"
+else:
+    PAGE_MAP = config["input"]["page_map"] if TEXT_PLAN else []
 
 # Regions rerun when any file of the segmentation source changes (size or mtime).
 SEGMENTATION_STATE = folder_state(config["input"]["segmentations"])

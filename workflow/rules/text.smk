@@ -3,7 +3,7 @@
 
 rule text_shard:
     input:
-        mapping=config["input"]["page_map"],
+        mapping=PAGE_MAP,
     output:
         **{name: out(layout.table_file(name, "{shard}")) for name in TEXT_TABLES},
     log:
@@ -43,7 +43,29 @@ rule text_scofeat:
         "../../scripts/text_scofeat.py"
 
 
+rule warc_tables:
+    """Which archive record each image and page was read from, and every record not used, with why."""
+    output:
+        records=out("tables/warc_records/all.parquet"),
+        page_map=out("tables/warc_page_map/all.parquet"),
+        rejects=out("tables/warc_rejects/all.parquet"),
+    log:
+        out("logs/warc_tables.log"),
+    params:
+        # The archives' sizes and modification times and the reading settings: the catalogue's cache key.
+        listing=WARC_KEY,
+        code=script_code("warc_tables.py"),
+    resources:
+        mem_mb=1024 + INVENTORY.n_images // 500,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/warc_tables.py"
+
+
 rule text_all:
     input:
+        rules.warc_tables.output if config["input"]["warc"] else [],
         expand(out(layout.table_file("{table}", "{shard}")), table=TEXT_TABLES, shard=SHARDS) if TEXT_PLAN else [],
         rules.text_scofeat.output if TEXT_PLAN else [],
+
