@@ -317,6 +317,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: {shown if shown != '' else 'none'})"
 
 
+def _page_source(parser: argparse.ArgumentParser, pages_help: str, warc_help: str) -> None:
+    """--pages FOLDER or --warc FILE...: where a command's pages come from."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pages", help=pages_help)
+    source.add_argument("--warc", nargs="+", metavar="FILE", help=warc_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annobench", description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
@@ -345,11 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     text = commands.add_parser("text", help="near-image text features of saved pages or web archives, outside "
                                             "snakemake")
-    source = text.add_mutually_exclusive_group(required=True)
-    source.add_argument("--pages", help="folder of saved pages (page_id = path under it)")
-    source.add_argument("--warc", nargs="+", metavar="FILE",
-                        help="web archives (.warc, .warc.gz, or folders of them) holding the pages and images "
-                             "(page_id = the page's address)")
+    _page_source(text, "folder of saved pages (page_id = path under it)",
+                 "web archives (.warc, .warc.gz, or folders of them) holding the pages and images "
+                 "(page_id = the page's address)")
     text.add_argument("--mapping", default=None,
                       help="CSV image_id,page_id,img_src; derived from the pages or archives if absent")
     text.add_argument("--out", required=True, help="folder for the tables and the .scofeat export")
@@ -360,11 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
     pages_map = commands.add_parser(
         "pages-map", help="derive mapping.csv from saved pages whose images sit beside them, or from web archives"
     )
-    source = pages_map.add_mutually_exclusive_group(required=True)
-    source.add_argument("--pages", help="folder of saved pages with their images (page_id = path under it)")
-    source.add_argument("--warc", nargs="+", metavar="FILE",
-                        help="web archives (.warc, .warc.gz, or folders of them): page_id = the page's address, "
-                             "image_id = the image's address without its scheme (docs: input.warc)")
+    _page_source(pages_map, "folder of saved pages with their images (page_id = path under it)",
+                 "web archives (.warc, .warc.gz, or folders of them): page_id = the page's address, "
+                 "image_id = the image's address without its scheme (docs: input.warc)")
     pages_map.add_argument("--out", required=True,
                            help="folder for mapping.csv and unresolved.csv, and images.csv (a folder) or the "
                                 "tables warc_records, warc_page_map and warc_rejects (archives)")
