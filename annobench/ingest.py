@@ -129,17 +129,16 @@ def run_shard_job(config: dict, shard: int, expected_fingerprint: str, params_ha
 
     Returns the raw files read, with their hashes, for the provenance record.
     """
-    from annobench.inventory import build_inventory
+    from annobench.inventory import listing_fingerprint, shard_sources
 
     with job_log(log_path) as log:
-        inventory = build_inventory(config)
-        found = inventory.fingerprint(shard) if shard < inventory.n_shards else "no such shard"
+        sources, n_shards = shard_sources(config, shard)
+        found = listing_fingerprint(sources, n_shards) if shard < n_shards else "no such shard"
         if found != expected_fingerprint:
             raise ListingChanged(
                 f"the images of shard {shard} changed after the workflow was planned "
                 "(files added, removed or edited); run snakemake again to plan with the new inputs"
             )
-        sources = inventory.shards[shard]
         result = ingest_shard(sources, shard, Path(config["output"]), config, params_hash, log)
     return image_raw_inputs(sources, result)
 

@@ -72,6 +72,18 @@ def list_images(config: dict) -> list[ImageSource]:
     return sorted(sources, key=lambda source: source.image_id)
 
 
+def shard_sources(config: dict, shard: int) -> tuple[list[ImageSource], int]:
+    """The sources of one shard and the shard count: what a job needs to check its listing.
+    Archived images come from the shard's part of the catalogue, not the whole of it."""
+    if config["input"]["warc"]:
+        from annobench.warc_index import shard_slice
+
+        part = shard_slice(config, shard)
+        return sorted(_archived(part.images), key=lambda source: source.image_id), part.n_shards
+    inventory = build_inventory(config)
+    return (inventory.shards[shard] if shard < inventory.n_shards else []), inventory.n_shards
+
+
 def archived_images(config: dict) -> list[ImageSource]:
     """The images of input.warc's archives (warc_index), each read from its record."""
     from annobench.warc_index import index_for
@@ -83,9 +95,14 @@ def archived_images(config: dict) -> list[ImageSource]:
         index = index_for(config)
     except FileNotFoundError as error:
         raise InventoryError(str(error)) from None
+    return _archived(index.images)
+
+
+def _archived(images: dict) -> list[ImageSource]:
+    """Image sources of a catalogue's images (image_id -> warc_index.Located)."""
     return [ImageSource(image_id=check_image_id(image_id, located.address), source_path=located.address,
                         path=located.ref.warc, warc=located.ref)
-            for image_id, located in index.images.items()]
+            for image_id, located in images.items()]
 
 
 def walk_image_folder(root: Path, extensions: list[str], ids: str = "stem") -> list[ImageSource]:

@@ -176,6 +176,17 @@ def page_sources(config: dict) -> tuple[Path | str | list[MappingRow], object]:
     return inputs["page_map"], FolderPages(inputs["pages"])
 
 
+def archived_shard_plan(config: dict, shard: int) -> TextPlan:
+    """The text plan of one shard of a build from web archives, from the shard's part of the
+    catalogue (warc_index.shard_slice): its rows, pages and their owners, nothing of other shards."""
+    from annobench.warc_index import WarcPages, shard_slice
+
+    part = shard_slice(config, shard)
+    shards: list[list[MappingRow]] = [[] for _ in range(part.n_shards)]
+    shards[shard] = sorted(set(MappingRow(*row) for row in part.mapping))
+    return TextPlan(n_shards=part.n_shards, shards=shards, owners=part.owners, pages=WarcPages(part.pages))
+
+
 def read_mapping_table(path: Path | str) -> list[MappingRow]:
     """The rows of a mapping table (tables/warc_page_map/all.parquet)."""
     import pyarrow.parquet as pq
@@ -285,7 +296,7 @@ def run_text_shard(config: dict, shard: int, n_shards: int, expected_fingerprint
     from annobench.ingest import ListingChanged
 
     with job_log(log_path) as log:
-        plan = text_plan_for(config, n_shards)
+        plan = text_plan_for(config, n_shards) if not config["input"]["warc"] else archived_shard_plan(config, shard)
         if plan.fingerprint(shard) != expected_fingerprint:
             raise ListingChanged(f"the pages or mapping rows of shard {shard} changed after the workflow was planned")
         result = extract_text(

@@ -369,6 +369,75 @@ def mapping_csv(rows: list[tuple[str, str, str, str]]) -> bytes:
     return buffer.getvalue().encode("utf-8")
 
 
+# --- a shard's part, for its jobs -----------------------------------------------------------
+# A job needs its shard's images and pages only: at 500,000 images the whole catalogue is
+# hundreds of MB that every ingest and text job would load. The planning writes each shard's
+# part once (per catalogue and shard count), and a job reads its own.
+
+SLICES = "work/warc/shards"
+COMPLETE = "COMPLETE"
+
+
+@dataclass
+class ShardSlice:
+    n_shards: int
+    images: dict[str, Located]  # the shard's images
+    mapping: list[tuple[str, str, str, str]]  # the mapping rows of its images
+    pages: dict[str, Located]  # the pages of those rows
+    owners: dict[str, int]  # page_id -> the shard that writes its copy (of its smallest image_id)
+
+
+def _slice_folder(out_dir: Path, key: str, n_shards: int) -> Path:
+    return out_dir / SLICES / f"{key[:16]}-{n_shards}"
+
+
+def write_shard_slices(index: WarcIndex, out_dir: Path | str, n_shards: int) -> None:
+    """Each shard's part of the catalogue, unless this catalogue's parts for n_shards are there."""
+    import shutil
+
+    from annobench import layout
+    from annobench.inventory import shard_of
+
+    folder = _slice_folder(Path(out_dir), index.key, n_shards)
+    if (folder / COMPLETE).is_file():
+        return
+    for other in folder.parent.glob("*") if folder.parent.is_dir() else []:
+        if other != folder:  # parts of an older catalogue or shard count
+            shutil.rmtree(other, ignore_errors=True)
+    parts = [ShardSlice(n_shards, {}, [], {}, {}) for _ in range(n_shards)]
+    for image_id, located in index.images.items():
+        parts[shard_of(image_id, n_shards)].images[image_id] = located
+    owners: dict[str, int] = {}
+    for row in index.mapping:  # sorted by image_id: a page's first row has its smallest image
+        shard = shard_of(row[0], n_shards)
+        owners.setdefault(row[1], shard)
+        parts[shard].mapping.append(row)
+    for part in parts:
+        part.pages = {row[1]: index.pages[row[1]] for row in part.mapping}
+        part.owners = {page: owners[page] for page in part.pages}
+    for shard, part in enumerate(parts):
+        write_bytes_atomic(folder / f"{layout.shard_name(shard)}.pickle", pickle.dumps(part, pickle.HIGHEST_PROTOCOL))
+    write_bytes_atomic(folder / COMPLETE, b"")
+
+
+def shard_slice(config: dict, shard: int) -> ShardSlice:
+    """A job's part of the catalogue, as the planning wrote it (the whole catalogue if it did not)."""
+    from annobench import layout
+    from annobench.inventory import shard_count
+
+    out_dir = Path(config["output"])
+    key = index_key(list_archives(config["input"]["warc"]), IndexSettings.from_config(config))
+    folders = sorted(p for p in (out_dir / SLICES).glob(f"{key[:16]}-*") if (p / COMPLETE).is_file())
+    if not folders:  # not planned by Snakemake (a job run by hand): make the parts now
+        index = index_for(config)
+        sharding = config["sharding"]
+        n_shards = shard_count(len(index.images), sharding["images_per_shard"], sharding["num_shards"])
+        write_shard_slices(index, out_dir, n_shards)
+        return shard_slice(config, shard)
+    with open(folders[-1] / f"{layout.shard_name(shard)}.pickle", "rb") as handle:
+        return pickle.load(handle)
+
+
 # --- pages for the text stage ------------------------------------------------------------
 
 class WarcPages:

@@ -55,7 +55,9 @@ def both_builds(real_crawl, tmp_path_factory) -> tuple[Path, Path]:
     """The Snakemake build from the archive alone, and the build of the same pages from their folder."""
     archive, _ = real_crawl
     warc_dir = tmp_path_factory.mktemp("warc_build")
-    config = write_config(warc_dir, {"input": {"warc": str(archive), "segmentations": ""}})
+    # Two shards: each job reads its own part of the catalogue (warc_index.shard_slice).
+    config = write_config(warc_dir, {"input": {"warc": str(archive), "segmentations": ""},
+                                     "sharding": {"num_shards": 2}})
     run_snakemake(warc_dir, "--cores", "2", "--configfile", str(config))
     folder_dir = tmp_path_factory.mktemp("folder_build")
     derived = derive_mapping(PAGES)
@@ -344,6 +346,28 @@ def test_memory_stays_bounded_on_bombs(tmp_path):
     assert (images, rejects) == (1, 2)
     # Bounded by the limit (50 MB: at most the payload read so far and its joined copy), not by the bombs.
     assert grown_mib < 200, f"memory grew by {grown_mib} MiB reading bombs of 300 and 400 MB"
+
+
+def test_each_shards_part_of_the_catalogue_plans_as_the_whole_does(hostile_archive, tmp_path):
+    """What a job reads (its shard's part) gives the listing and text plan the planning computed."""
+    from annobench.inventory import build_inventory, listing_fingerprint, shard_sources
+    from annobench.text_stage import archived_shard_plan, text_plan_for
+
+    config = load_config(overrides={"output": str(tmp_path), "input": {"warc": str(hostile_archive["path"]),
+                                                                       "segmentations": ""},
+                                    "warc": {"images": "all", "max_image_bytes": 3_000_000},
+                                    "sharding": {"num_shards": 3}})
+    inventory = build_inventory(config)
+    whole = text_plan_for(config, inventory.n_shards)
+    seen = set()
+    for shard in range(inventory.n_shards):
+        sources, n_shards = shard_sources(config, shard)
+        assert n_shards == 3 and listing_fingerprint(sources, n_shards) == inventory.fingerprint(shard)
+        part = archived_shard_plan(config, shard)
+        assert part.shards[shard] == whole.shards[shard] and part.fingerprint(shard) == whole.fingerprint(shard)
+        assert all(part.owners[row.page_id] == whole.owners[row.page_id] for row in part.shards[shard])
+        seen |= {source.image_id for source in sources}
+    assert seen == {source.image_id for shard in inventory.shards for source in shard}
 
 
 def test_audit_notices_a_changed_record(hostile_archive, tmp_path):

@@ -16,7 +16,7 @@ from annobench.fingerprint import code_fingerprint, folder_state, params_hash
 from annobench.inventory import InventoryError, build_inventory
 from annobench.text_stage import TEXT_TABLES, text_plan_for
 from annobench.region_stage import REGION_TABLES
-from annobench.warc_index import index_for
+from annobench.warc_index import index_for, write_shard_slices
 
 OUT = config["output"]
 
@@ -29,6 +29,8 @@ except (InventoryError, FileNotFoundError) as error:
     raise WorkflowError(f"cannot list the input images: {error}")
 
 SHARDS = layout.shard_ids(INVENTORY.n_shards)
+if WARC_KEY:  # each shard's part of the catalogue, so a job does not load the whole of it
+    write_shard_slices(index_for(config), OUT, INVENTORY.n_shards)
 
 try:
     TEXT_PLAN = text_plan_for(config, INVENTORY.n_shards)
