@@ -221,9 +221,13 @@ def shard_of(image_id: str, n_shards: int) -> int:
 
 def listing_fingerprint(sources: list[ImageSource], n_shards: int) -> str:
     digest = hashlib.sha256(f"shards={n_shards}\n".encode())
+    archive_states: dict[str, str] = {}  # records share a few archives: a stat per archive
     for source in sources:
-        state = file_state(source.path)
-        if source.warc is not None:  # a record: its place in the archive too
-            state += f"@{source.warc.offset}:{source.warc.record_id}"
+        if source.warc is None:
+            state = file_state(source.path)
+        else:  # a record: the archive's state and its place in it
+            if source.path not in archive_states:
+                archive_states[source.path] = file_state(source.path)
+            state = f"{archive_states[source.path]}@{source.warc.offset}:{source.warc.record_id}"
         digest.update(f"{source.image_id}\t{source.source_path}\t{state}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()

@@ -132,29 +132,37 @@ def scan_archive(path: str, settings: IndexSettings) -> tuple[list[Scanned], lis
             except StopIteration:
                 break
             except DAMAGE as error:
-                rejects.append({"warc_file": path, "offset": offset, "record_id": None, "target_uri": None,
-                                "reason": f"archive damaged or truncated after byte {offset} (read to "
+                rejects.append(reject_row(path, offset, None, None,
+                                          f"archive damaged or truncated after byte {offset} (read to "
                                           f"{handle.tell()}): {type(error).__name__}: {error}; the records "
-                                          "before it are used"})
+                                          "before it are used"))
                 break
             offset = iterator.offset  # where this record starts (get_record_offset() would read it through)
             try:
                 scanned = scan_record(path, offset, record, settings)
             except RecordRejected as error:
-                rejects.append(reject_row(path, offset, record, str(error)))
+                rejects.append(record_reject(path, offset, record, str(error)))
                 continue
             except DAMAGE as error:  # its payload cannot be read: the next record says whether the rest can
-                rejects.append(reject_row(path, offset, record, f"record unreadable: {type(error).__name__}: {error}"))
+                rejects.append(record_reject(path, offset, record, f"record unreadable: {type(error).__name__}: "
+                                                                   f"{error}"))
                 continue
             if scanned is not None:
                 found.append(scanned)
     return found, rejects
 
 
-def reject_row(path: str, offset: int, record, reason: str) -> dict:
+def reject_row(warc_file: str, offset: int | None, record_id: str | None, target_uri: str | None,
+               reason: str) -> dict:
+    """A warc_rejects row."""
+    return {"warc_file": warc_file, "offset": offset, "record_id": record_id, "target_uri": target_uri,
+            "reason": reason}
+
+
+def record_reject(path: str, offset: int, record, reason: str) -> dict:
     headers = record.rec_headers
-    return {"warc_file": path, "offset": offset, "record_id": headers.get_header("WARC-Record-ID"),
-            "target_uri": headers.get_header("WARC-Target-URI"), "reason": reason}
+    return reject_row(path, offset, headers.get_header("WARC-Record-ID"), headers.get_header("WARC-Target-URI"),
+                      reason)
 
 
 def scan_record(path: str, offset: int, record, settings: IndexSettings) -> Scanned | None:
@@ -270,8 +278,14 @@ def _claim(claims: dict[str, Claim], claim: Claim, item: Scanned, rejects: list[
 
 
 def _reject(item: Scanned, reason: str) -> dict:
-    return {"warc_file": item.ref.warc, "offset": item.ref.offset, "record_id": item.ref.record_id,
-            "target_uri": item.ref.target_uri, "reason": reason}
+    return reject_row(item.ref.warc, item.ref.offset, item.ref.record_id, item.ref.target_uri, reason)
+
+
+def _claim_reject(claim: Claim, reason: str) -> dict:
+    """A rejects row naming the address, and the record that named it (a revisit, or its own)."""
+    located = claim.located
+    return reject_row(located.ref.warc, located.ref.offset, located.revisit_id or located.ref.record_id,
+                      located.address, reason)
 
 
 def link_pages(index: WarcIndex, claims: dict[str, Claim], settings: IndexSettings) -> None:
@@ -295,18 +309,12 @@ def link_pages(index: WarcIndex, claims: dict[str, Claim], settings: IndexSettin
         if settings.images == "all" or address in shown:
             index.images[image_id] = claims[address].located
         else:
-            index.rejects.append(_reject(_scanned_of(claims[address]), "not shown by any page of the archives "
+            index.rejects.append(_claim_reject(claims[address], "not shown by any page of the archives "
                                          "(warc.images: embedded)"))
     index.mapping = sorted(mapping)
     index.images = dict(sorted(index.images.items()))
     index.pages = dict(sorted(index.pages.items()))
     index.unresolved.sort()
-
-
-def _scanned_of(claim: Claim) -> Scanned:
-    ref = claim.located.ref
-    return Scanned(claim.kind, replace(ref, target_uri=claim.located.address,
-                                       record_id=claim.located.revisit_id or ref.record_id))
 
 
 def image_ids(claims: dict[str, Claim], rejects: list[dict]) -> dict[str, str]:
@@ -317,7 +325,7 @@ def image_ids(claims: dict[str, Claim], rejects: list[dict]) -> dict[str, str]:
             continue
         image_id = address_id(address)
         if image_id in taken:
-            rejects.append(_reject(_scanned_of(claim), f"image id {image_id} is already taken by {taken[image_id]} "
+            rejects.append(_claim_reject(claim, f"image id {image_id} is already taken by {taken[image_id]} "
                                                        "(the addresses differ only in their scheme)"))
             continue
         ids[address], taken[image_id] = image_id, address
@@ -445,12 +453,16 @@ class WarcPages:
 
     def __init__(self, pages: dict[str, Located]):
         self.pages = pages
+        self._archive_states: dict[str, str] = {}  # a stat per archive, not per page
 
     def state(self, page_id: str) -> str:
         located = self.pages.get(page_id)
         if located is None:
             return "missing"
-        return f"{file_state(located.ref.warc)}@{located.ref.offset}:{located.ref.record_id}"
+        archive = located.ref.warc
+        if archive not in self._archive_states:
+            self._archive_states[archive] = file_state(archive)
+        return f"{self._archive_states[archive]}@{located.ref.offset}:{located.ref.record_id}"
 
     def read(self, page_id: str, limits: PageLimits):
         located = self.pages.get(page_id)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -20,6 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
+
+from debian import debian_program
 
 from annobench.browse import browser_settings, build_browser, file_stem, image_page_path
 
@@ -98,14 +99,7 @@ def screenshot_dir(tmp_path: Path) -> Path:
 
 
 def chromium_path() -> Path:
-    if not CHROMIUM.exists() and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
-        apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-y", "-q"]
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": False}
-        # A fresh machine may have no package lists yet: update once, then try again.
-        if subprocess.run([*apt, "install", "chromium"], **quiet).returncode != 0:
-            subprocess.run([*apt, "update"], **quiet)
-            subprocess.run([*apt, "install", "chromium"], **quiet)
-    if not CHROMIUM.exists():
+    if debian_program("chromium", str(CHROMIUM)) is None:
         pytest.skip(f"needs the Debian chromium at {CHROMIUM} (apt-get install chromium)")
     return CHROMIUM
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import shutil
 import subprocess
 import threading
@@ -22,15 +21,9 @@ WGET_OK = {0, 8}  # 8: the server answered some request with an error (a page li
 
 def wget_path() -> str | None:
     """GNU wget, installed from Debian's packages when missing and we are root; None if it cannot be."""
-    found = shutil.which("wget")
-    if found is None and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
-        apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-y", "-q"]
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": False}
-        if subprocess.run([*apt, "install", "wget"], **quiet).returncode != 0:
-            subprocess.run([*apt, "update"], **quiet)  # a fresh machine may have no package lists yet
-            subprocess.run([*apt, "install", "wget"], **quiet)
-        found = shutil.which("wget")
-    return found
+    from debian import debian_program
+
+    return debian_program("wget", "wget")
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
