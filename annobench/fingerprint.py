@@ -92,7 +92,8 @@ def _annobench_sources(script: Path) -> set[Path]:
     return seen
 
 
-def _imported_modules(path: Path) -> set[str]:
+@lru_cache(maxsize=None)  # a rule file fingerprints many scripts sharing modules: parse each once
+def _imported_modules(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = _package_of(path)
     names: set[str] = set()
@@ -104,7 +105,7 @@ def _imported_modules(path: Path) -> set[str]:
             names.add(base)
             # `from annobench import decode` imports a module, not a name.
             names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
+    return frozenset(names)
 
 
 def _package_of(path: Path) -> str | None:
@@ -138,9 +139,16 @@ def _third_party_versions(sources: set[Path]) -> dict[str, str]:
     top_level = {m.split(".")[0] for path in sources for m in _imported_modules(path)}
     top_level -= {PACKAGE, ""}
     top_level -= set(sys.stdlib_module_names)
-    owners = importlib.metadata.packages_distributions()
-    versions = {}
-    for name in top_level:
-        for dist in owners.get(name, []):
-            versions[dist] = importlib.metadata.version(dist)
-    return versions
+    owners = _distributions_of_modules()
+    return {dist: _version(dist) for name in top_level for dist in owners.get(name, [])}
+
+
+@lru_cache(maxsize=1)
+def _distributions_of_modules() -> dict[str, list[str]]:
+    # Reads the metadata of every installed distribution (about a second): once per planning.
+    return importlib.metadata.packages_distributions()
+
+
+@lru_cache(maxsize=None)
+def _version(distribution: str) -> str:
+    return importlib.metadata.version(distribution)
