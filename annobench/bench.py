@@ -33,7 +33,7 @@ BSDS = REAL / "images" / "bsds500" / "train"
 BSDS_TRUTH = REAL / "segmentations" / "bsds500" / "groundTruth" / "train"
 KIWIX = REAL / "pages" / "kiwix_wikipedia"
 # Per-image work of the visual pipeline (codebook training is per dataset, reported apart).
-VISUAL = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_bow_")
+VISUAL = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_bow")
 PER_IMAGE_OTHER = ("text_shard", "regions_shard")
 FULL_SCALE = 510_123
 FULL_CORES = 32

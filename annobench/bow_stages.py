@@ -3,7 +3,7 @@
 1. sample_shard: dense SIFT of the sampled images of a shard, a seeded
    subset of descriptors per image, one .npy per kind;
 2. train_kind: k-means over all shards' samples of a kind -> codebook table;
-3. encode_shard: every image of a shard -> nearest words -> spatial pyramid.
+3. encode_shard: every image of a shard -> nearest words of each kind -> spatial pyramids.
 """
 
 from __future__ import annotations
@@ -46,10 +46,9 @@ def sample_shard(
         writers = {kind: stack.enter_context(_npy_rows(path, _descriptor_width(kind, params)))
                    for kind, path in out_paths.items()}
         for image_id, path in chosen:
-            rgb = read_stored(path)
+            _, descriptors = dsift.describe_kinds(read_stored(path), list(writers), params)
             for kind, writer in writers.items():
-                _, descriptors = dsift.describe(rgb, kind, params)
-                writer.append(bow.sample_rows(descriptors, per_image, seed, image_id))
+                writer.append(bow.sample_rows(descriptors[kind], per_image, seed, image_id))
             progress.step()
     progress.finish()
     return {kind: writer.count for kind, writer in writers.items()}
@@ -165,27 +164,63 @@ def read_codebook(path: Path | str) -> np.ndarray:
     return vectors.values.to_numpy().reshape(len(vectors), -1)
 
 
+class WordAssigner:
+    """Nearest word of each descriptor by one float32 product with the codebook prepared once:
+    [x, 1] . [-2 c; |c|^2] = |x - c|^2 - |x|^2, so the argmin needs no other pass over the scores."""
+
+    def __init__(self, codebook: np.ndarray):
+        squared_norms = np.einsum("ij,ij->i", codebook, codebook)
+        self.words = len(codebook)
+        self.prepared = np.ascontiguousarray(np.vstack([-2.0 * codebook.T, squared_norms[None, :]]), dtype=np.float32)
+
+    def __call__(self, descriptors: np.ndarray) -> np.ndarray:
+        augmented = np.empty((len(descriptors), descriptors.shape[1] + 1), dtype=np.float32)
+        augmented[:, :-1] = descriptors
+        augmented[:, -1] = 1.0
+        return np.argmin(augmented @ self.prepared, axis=1)
+
+
 def encode_image(rgb: np.ndarray, kind: str, params: dsift.DsiftParams, codebook: np.ndarray,
-                 codebook_sq: np.ndarray, levels: list[int]) -> np.ndarray:
+                 levels: list[int]) -> np.ndarray:
+    """The pyramid of visual words of one image and kind (what `encode_shard` stores)."""
     points, descriptors = dsift.describe(rgb, kind, params)
-    words, _ = bow.nearest(descriptors, codebook, codebook_sq)
+    words = WordAssigner(codebook)(descriptors)
     return bow.pyramid_histogram(points, words, rgb.shape[1], rgb.shape[0], len(codebook), levels)
 
 
 def encode_shard(
-    kind: str, images_table: Path | str, out_dir: Path | str, codebook_path: Path | str, params: dict,
-    out_path: Path | str, log: Log = print, every_seconds: float = 10.0,
+    images_table: Path | str, out_dir: Path | str, codebook_paths: dict[str, Path | str], params: dict,
+    out_paths: dict[str, Path | str], log: Log = print, every_seconds: float = 10.0,
 ) -> int:
+    """Every image of a shard into the bag of words of each kind, the images read and their
+    shared planes described once. Words are kept (2 bytes a descriptor), not vectors: the
+    vectors of one kind at a time are built at the end, so memory is that of one kind's table."""
     dsift_params = dsift.DsiftParams.from_config(params["dsift"])
-    levels = params["pyramid"]
-    codebook = read_codebook(codebook_path)
-    codebook_sq = np.einsum("ij,ij->i", codebook, codebook)
+    kinds = list(out_paths)
+    assigners = {kind: WordAssigner(read_codebook(codebook_paths[kind])) for kind in kinds}
     images = list(_stored_images(images_table, out_dir))
-    vectors = np.empty((len(images), len(codebook) * sum(level * level for level in levels)), dtype=np.float32)
-    progress = Progress(f"bow_{kind} {Path(out_path).stem}", len(images), log, every_seconds)
-    for row, (_, path) in enumerate(images):
-        vectors[row] = encode_image(read_stored(path), kind, dsift_params, codebook, codebook_sq, levels)
+    sizes, points, words = [], [], {kind: [] for kind in kinds}
+    progress = Progress(f"bow {Path(images_table).stem}", len(images), log, every_seconds)
+    for _, path in images:
+        rgb = read_stored(path)
+        grid_points, descriptors = dsift.describe_kinds(rgb, kinds, dsift_params)
+        sizes.append(rgb.shape[:2])
+        points.append(grid_points.astype(np.int32))
+        for kind in kinds:
+            words[kind].append(assigners[kind](descriptors[kind]).astype(np.min_scalar_type(assigners[kind].words)))
         progress.step()
-    write_vectors(f"bow_{kind}", params, [image_id for image_id, _ in images], vectors, out_path)
+    image_ids = [image_id for image_id, _ in images]
+    for kind in kinds:
+        k, levels = assigners[kind].words, params["pyramid"]
+        vectors = np.empty((len(images), k * sum(level * level for level in levels)), dtype=np.float32)
+        for row, ((height, width), grid_points, image_words) in enumerate(zip(sizes, points, words.pop(kind))):
+            vectors[row] = bow.pyramid_histogram(grid_points.astype(np.int64), image_words.astype(np.int64),
+                                                 width, height, k, levels)
+        write_vectors(f"bow_{kind}", bow_table_params(params, kind), image_ids, vectors, out_paths[kind])
     progress.finish()
     return len(images)
+
+
+def bow_table_params(params: dict, kind: str) -> dict:
+    """The parameters stored in one kind's table: the job's, for that kind alone."""
+    return {"kind": kind, **{key: value for key, value in params.items() if key != "kinds"}}

@@ -80,6 +80,27 @@ def channels(rgb: np.ndarray, kind: str, params: DsiftParams) -> list[np.ndarray
     raise ValueError(f"unknown dense SIFT kind {kind!r}; known: {', '.join(KINDS)}")
 
 
+# The planes of each kind, by name: a plane two kinds share (O3, computed the
+# same way for both) is described once, giving the same bits as for each kind alone.
+KIND_PLANES = {
+    "sift": ("intensity",),
+    "rgbsift": ("r", "g", "b"),
+    "opponentsift": ("o1", "o2", "o3"),
+    "csift": ("c1", "c2", "o3"),
+}
+
+
+def _planes(rgb: np.ndarray, kinds: list[str], params: DsiftParams) -> dict[str, np.ndarray]:
+    """Each distinct plane the kinds describe, computed once."""
+    planes: dict[str, np.ndarray] = {}
+    for kind in kinds:
+        if planes.keys() >= set(KIND_PLANES[kind]):
+            continue
+        for name, plane in zip(KIND_PLANES[kind], channels(rgb, kind, params)):
+            planes.setdefault(name, plane)
+    return planes
+
+
 @lru_cache(maxsize=32)
 def pooling_matrix(size: int, params: DsiftParams) -> np.ndarray:
     """(N_BINS * n_points, size): row (bin, point) holds the weights of every pixel.
@@ -144,11 +165,20 @@ def normalise(descriptors: np.ndarray, clip: float) -> np.ndarray:
 
 def describe(rgb: np.ndarray, kind: str, params: DsiftParams) -> tuple[np.ndarray, np.ndarray]:
     """Grid point coordinates (n, 2) as (x, y), and descriptors (n, 128 * channels) of a kind."""
+    points, descriptors = describe_kinds(rgb, [kind], params)
+    return points, descriptors[kind]
+
+
+def describe_kinds(rgb: np.ndarray, kinds: list[str], params: DsiftParams) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Grid points and the descriptors of several kinds, each distinct plane described once."""
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown dense SIFT kind {unknown[0]!r}; known: {', '.join(KINDS)}")
     height, width = rgb.shape[:2]
     ys, xs = grid(height, params), grid(width, params)
     points = np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2)
-    parts = [describe_plane(plane, params) for plane in channels(rgb, kind, params)]
-    return points, np.concatenate(parts, axis=1)
+    described = {name: describe_plane(plane, params) for name, plane in _planes(rgb, kinds, params).items()}
+    return points, {kind: np.concatenate([described[name] for name in KIND_PLANES[kind]], axis=1) for kind in kinds}
 
 
 def write_descriptors(image_ids: list[str], images: list[np.ndarray], kind: str, params: DsiftParams,

@@ -406,7 +406,7 @@ def _check_raw(path: str, sha256: str, checked: dict[str, str | None]) -> list[t
 
 # --- recompute ---------------------------------------------------------------------
 
-RECOMPUTABLE = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_bow_", "text_shard",
+RECOMPUTABLE = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_bow", "text_shard",
                 "regions_shard")
 
 
@@ -472,11 +472,14 @@ def run_rule(rule: str, params: dict, config: dict, entry: dict, shard: int, scr
         sources = sorted((ImageSource(r["key"], r["path"], r["absolute_path"], ref_of_raw(r) if r.get("warc") else None)
                           for r in entry["raw_inputs"] if r["role"] == "image"), key=lambda s: s.image_id)
         ingest_shard(sources, shard, scratch, config, params["params_hash"], log)
-    elif rule.startswith("feature_bow_"):
+    elif rule == "feature_bow":
         from annobench.bow_stages import encode_shard
 
-        encode_shard(params["kind"], scratch / _input(entry, "tables/images/"), scratch,
-                     scratch / _input(entry, "artefacts/codebook_"), params["settings"], scratch / outputs[0]["path"], log)
+        kinds = params["settings"]["kinds"]
+        codebooks = {kind: scratch / _input(entry, f"artefacts/codebook_{kind}.") for kind in kinds}
+        tables = {kind: scratch / next(o["path"] for o in outputs if o["path"].startswith(f"tables/bow_{kind}/"))
+                  for kind in kinds}
+        encode_shard(scratch / _input(entry, "tables/images/"), scratch, codebooks, params["settings"], tables, log)
     elif rule.startswith("feature_"):
         from annobench.features import feature_shard
 

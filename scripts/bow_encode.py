@@ -1,4 +1,4 @@
-"""Snakemake entry point of rules feature_bow_*; the work is in annobench.bow_stages."""
+"""Snakemake entry point of rule feature_bow; the work is in annobench.bow_stages."""
 
 import sys
 from pathlib import Path
@@ -15,12 +15,11 @@ from annobench.bow_stages import encode_shard  # noqa: E402
 cv2.setNumThreads(1)  # one core per job, see config.yaml
 with job_log(snakemake.log[0]) as log:
     encode_shard(
-        kind=snakemake.params.kind,
         images_table=snakemake.input.images,
         out_dir=snakemake.config["output"],
-        codebook_path=snakemake.input.codebook,
+        codebook_paths=dict(zip(snakemake.params.settings["kinds"], snakemake.input.codebooks)),
         params=snakemake.params.settings,
-        out_path=snakemake.output[0],
+        out_paths={kind: snakemake.output[kind] for kind in snakemake.params.settings["kinds"]},
         log=log,
         every_seconds=snakemake.config["progress"]["log_every_seconds"],
     )

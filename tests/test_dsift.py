@@ -82,3 +82,19 @@ def test_dsift_command_writes_raw_descriptors(tmp_path):
     assert table.column("x").to_pylist() == points[:, 0].tolist()
     stored = np.stack(table.column("descriptor").to_numpy(zero_copy_only=False))
     np.testing.assert_array_equal(stored, descriptors)
+
+
+def test_several_kinds_at_once_give_each_kinds_own_descriptors_bit_for_bit():
+    from annobench.dsift import describe_kinds
+
+    params = DsiftParams()
+    for rgb in stored_photos(3):
+        points, together = describe_kinds(rgb, list(KINDS), params)
+        for kind in KINDS:
+            alone_points, alone = describe(rgb, kind, params)
+            assert np.array_equal(points, alone_points)
+            assert together[kind].tobytes() == alone.tobytes(), kind
+        # O3 is described once for the two kinds that have it: their last channel is one array.
+        assert np.array_equal(together["opponentsift"][:, 256:], together["csift"][:, 256:])
+    with pytest.raises(ValueError, match="unknown dense SIFT kind 'hog'"):
+        describe_kinds(rgb, ["sift", "hog"], params)

@@ -62,28 +62,29 @@ for kind in BOW_KINDS:
         script:
             "../../scripts/bow_codebook.py"
 
-    rule:
-        name:
-            f"feature_bow_{kind}"
-        input:
-            images=out(layout.table_file("images", "{shard}")),
-            resized=out(layout.resized_dir("{shard}")),
-            codebook=out(f"artefacts/codebook_{kind}.parquet"),
-        output:
-            out(layout.table_file(f"bow_{kind}", "{shard}")),
-        log:
-            out(layout.log_file(f"bow_{kind}", "{shard}")),
-        params:
-            kind=kind,
-            settings={"kind": kind, "dsift": DSIFT, "pyramid": BOW["pyramid"], "words": BOW["words"]},
-            code=script_code("bow_encode.py"),
-        resources:
-            mem_mb=1024,
-            runtime=shard_runtime("bow_encode"),
-        conda:
-            "../../envs/annobench.yaml"
-        script:
-            "../../scripts/bow_encode.py"
+
+# All kinds of a shard in one job: the image is read once and the planes the
+# kinds share (the intensity, SIFT's plane and O3) are described once.
+rule feature_bow:
+    input:
+        images=out(layout.table_file("images", "{shard}")),
+        resized=out(layout.resized_dir("{shard}")),
+        codebooks=[out(f"artefacts/codebook_{kind}.parquet") for kind in BOW_KINDS],
+    output:
+        **{kind: out(layout.table_file(f"bow_{kind}", "{shard}")) for kind in BOW_KINDS},
+    log:
+        out(layout.log_file("bow", "{shard}")),
+    params:
+        settings={"kinds": BOW_KINDS, "dsift": DSIFT, "pyramid": BOW["pyramid"], "words": BOW["words"]},
+        code=script_code("bow_encode.py"),
+    resources:
+        # As one kind's job before: the vectors of one kind at a time, the others kept as words.
+        mem_mb=1024,
+        runtime=shard_runtime("bow_encode"),
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/bow_encode.py"
 
 
 rule bow_all:
