@@ -56,7 +56,7 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
         if result.returncode:
             raise RuntimeError(f"snakemake failed in step '{step}':\n{result.stdout[-4000:]}")
         walls[step] = time.perf_counter() - started
-    return summarise(workdir / "out", n_images, cores, walls, out)
+    return summarise(workdir / "out", n_images, cores, walls, out, images_per_shard)
 
 
 def _codebook_targets() -> list[str]:
@@ -120,8 +120,21 @@ def _codebook_scale(out_dir: Path, record: dict) -> float:
     return full / min(rows, full) if rows else 1.0
 
 
-def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float], out=sys.stdout) -> dict:
-    by_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "cpu": 0.0, "peak": 0.0, "declared": None})
+def _full_scale_hours(by_rule: dict, prefixes: tuple, n_images: int, images_per_shard: int) -> float:
+    """Hours on FULL_CORES cores for FULL_SCALE images: each rule's work per image (its CPU less its
+    jobs' start-up) times the images, plus one start-up per job of a full-size build."""
+    full_shards = -(-FULL_SCALE // images_per_shard)
+    cpu = 0.0
+    for name, r in by_rule.items():
+        if name.startswith(prefixes):
+            cpu += (r["cpu"] - r["startup"]) / n_images * FULL_SCALE + r["startup"] / r["jobs"] * full_shards
+    return cpu / FULL_CORES / 3600
+
+
+def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float], out=sys.stdout,
+              images_per_shard: int = 2500) -> dict:
+    by_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "cpu": 0.0, "startup": 0.0, "peak": 0.0,
+                                                    "declared": None})
     over_budget = []
     for path in sorted((out_dir / RECORDS).glob("*.json")):
         record = json.loads(path.read_text())
@@ -129,6 +142,7 @@ def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float],
         rule = by_rule[record["rule"]]
         rule["jobs"] += 1
         rule["cpu"] += usage.get("cpu_seconds", 0.0)
+        rule["startup"] += usage.get("startup_cpu_seconds") or 0.0
         if record["rule"].startswith("bow_codebook_"):
             rule["full_sample_cpu"] = usage.get("cpu_seconds", 0.0) * _codebook_scale(out_dir, record)
         rule["peak"] = max(rule["peak"], usage.get("peak_rss_mib", 0.0))
@@ -155,12 +169,16 @@ def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float],
         ms = f"{1000 * r['cpu'] / n_images:9.2f}" if per_image else "        -"
         print(f"{name:28s} {r['jobs']:5d} {r['cpu']:8.1f} {ms} {share:>6s} {r['peak']:9.0f} {str(r['declared']):>12s}",
               file=out)
-    visual_hours = FULL_SCALE / visual_rate / FULL_CORES / 3600
-    text_hours = FULL_SCALE * cpu_of(("text_shard",)) / n_images / FULL_CORES / 3600
+    visual_hours = _full_scale_hours(by_rule, VISUAL, n_images, images_per_shard)
+    text_hours = _full_scale_hours(by_rule, ("text_shard",), n_images, images_per_shard)
     codebook_hours = max(codebooks, default=0.0) / 3600
-    print(f"projection for {FULL_SCALE} images on {FULL_CORES} cores: visual {visual_hours:.2f} h + text "
-          f"{text_hours:.2f} h of per-image work, + {codebook_hours:.2f} h for the longest codebook "
-          f"(scaled to the full sample; counted as if nothing ran beside it) = {visual_hours + text_hours + codebook_hours:.2f} h", file=out)
+    startup = sum(r["startup"] for name, r in by_rule.items() if name.startswith(VISUAL))
+    print(f"of which job start-up (interpreter, imports): {startup:.1f} CPU-s; without it "
+          f"{n_images / (visual_cpu - startup):.2f} images/s/core", file=out)
+    print(f"projection for {FULL_SCALE} images on {FULL_CORES} cores in shards of {images_per_shard}: visual "
+          f"{visual_hours:.2f} h + text {text_hours:.2f} h of per-image work (each job's start-up counted once a "
+          f"shard), + {codebook_hours:.2f} h for the longest codebook (scaled to the full sample; counted as if "
+          f"nothing ran beside it) = {visual_hours + text_hours + codebook_hours:.2f} h", file=out)
     print(f"jobs over their declared memory: {over_budget or 'none'}", file=out)
     return {"images_per_second_per_core": visual_rate, "projection_hours": visual_hours + text_hours + codebook_hours,
             "over_budget": over_budget, "rules": dict(by_rule), "walls": walls}

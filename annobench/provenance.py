@@ -92,10 +92,13 @@ def archived_file(ref, address: str, role: str, key: str | None, sha256: str | N
 
 def job_usage(resources: dict) -> dict:
     """This job's own peak memory and CPU time (exact, unlike sampling from outside), and what it declared."""
+    from annobench import progress
+
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+        "startup_cpu_seconds": None if progress.startup_cpu_seconds is None else round(progress.startup_cpu_seconds, 3),
         "declared_mem_mb": resources.get("mem_mb"),
         # Snakemake reads mem_mb as 10^6 bytes and derives mem_mib; SLURM's --mem is MiB.
         "declared_mem_mib": resources.get("mem_mib"),

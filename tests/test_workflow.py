@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import shutil
 import signal
@@ -76,6 +78,10 @@ def test_demo_build(tmp_path):
         assert sorted(table.column("image_id").to_pylist()) == sorted(images.image_id)
         assert table.schema.field("vector").type.list_size == dimension
     assert pq.read_table(out / "artefacts" / "getlf_projection.parquet").num_rows == 8
+    # Every job measured its own CPU time and, apart, what went before its work (start-up).
+    for record in (out / "provenance" / "jobs").glob("*.json"):
+        usage = json.loads(record.read_text())["usage"]
+        assert 0 < usage["startup_cpu_seconds"] <= usage["cpu_seconds"], record.name
     for kind, dimension in (("sift", 128), ("csift", 384), ("rgbsift", 384), ("opponentsift", 384)):
         codebook = pq.read_table(out / "artefacts" / f"codebook_{kind}.parquet")
         assert codebook.num_rows == 1000 and codebook.schema.field("vector").type.list_size == dimension
