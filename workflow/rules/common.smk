@@ -109,12 +109,14 @@ def one_of(names):
 
 
 def baseline_inputs(wildcards):
-    """Inputs of a baseline run: the benchmark tables, the neighbours it uses, text if it needs it."""
-    run = BASELINES[wildcards.run]
+    """Inputs of a baseline job: the benchmark tables, the feature's neighbours (runs on a
+    feature), text if a run needs it."""
+    feature = wildcards.get("feature")
+    kinds = FEATURE_BASELINES if feature else PRIOR_BASELINES
     files = {**BENCHMARK_TABLES, "overlap": out(f"work/neighbours/{BENCHMARK['overlap']['feature']}.parquet")}
-    if run["feature"]:
-        files["neighbours"] = out(f"work/neighbours/{run['feature']}.parquet")
-    if run["kind"] == "cooccurrence":
+    if feature:
+        files["neighbours"] = out(f"work/neighbours/{feature}.parquet")
+    if "cooccurrence" in kinds:
         files["text_terms"] = expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS)
     return files
 
