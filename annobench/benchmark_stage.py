@@ -22,14 +22,6 @@ from annobench.provenance import raw_file
 from annobench.splits import assign_splits, region_subsets, splits_from_lists, splits_table
 from annobench.tables import field, write_table
 
-NEIGHBOURS_SCHEMA = pa.schema(
-    [
-        field("image_id", pa.string(), "a test image"),
-        field("neighbours", pa.list_(pa.string()), "its nearest training images, nearest first"),
-        field("distances", pa.list_(pa.float32()), "their Euclidean distances on the feature"),
-    ]
-)
-
 OVERLAP_SCHEMA = pa.schema(
     [
         field("image_id", pa.string(), "a test image"),
@@ -293,46 +285,6 @@ def read_neighbours(path: str, test_ids: list[str]) -> tuple[list[list[str]], np
     rows = table.loc[test_ids]
     distances = np.array([np.asarray(d, np.float32) for d in rows["distances"]], dtype=np.float32)
     return [list(n) for n in rows["neighbours"]], distances
-
-
-# -- nearest neighbours ----------------------------------------------------
-
-def build_neighbours(feature_tables: list[str], splits_path: str, k: int, settings: dict, out_path: str,
-                     log) -> None:
-    """The k nearest training images of every test image on one feature, by blocked matrix products
-    over the training vectors streamed table by table."""
-    from annobench.neighbours import nearest_in_tables, vector_blocks
-
-    splits = pq.read_table(splits_path).to_pandas()
-    train = set(splits.loc[splits["split"] == "train", "image_id"])
-    test = set(splits.loc[splits["split"] == "test", "image_id"])
-    if not train or not test:
-        raise gt.GroundTruthError(f"nearest neighbours need training and test images: {len(train)} train, "
-                                  f"{len(test)} test (benchmark.split)")
-    test_ids, test_vectors = _collect(vector_blocks(feature_tables, test))
-    k = min(k, len(train))
-    train_ids, indices, distances = nearest_in_tables(
-        test_vectors, feature_tables, k, ids_wanted=train,
-        query_block=settings["query_block"], reference_block=settings["reference_block"])
-    order = sorted(range(len(test_ids)), key=test_ids.__getitem__)
-    table = pa.Table.from_pydict(
-        {
-            "image_id": [test_ids[i] for i in order],
-            "neighbours": [[train_ids[j] for j in indices[i]] for i in order],
-            "distances": [distances[i].tolist() for i in order],
-        },
-        schema=NEIGHBOURS_SCHEMA,
-    )
-    write_table(table, out_path, "neighbours", params={"k": k, **settings})
-    log(f"{len(test_ids)} test images, {len(train_ids)} training images, {k} neighbours each")
-
-
-def _collect(blocks) -> tuple[list[str], np.ndarray]:
-    ids, arrays = [], []
-    for block_ids, vectors in blocks:
-        ids.extend(block_ids)
-        arrays.append(vectors)
-    return ids, (np.concatenate(arrays) if arrays else np.zeros((0, 0), np.float32))
 
 
 # -- baselines ---------------------------------------------------------------

@@ -5,6 +5,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
+from annobench.imports import keep_out  # noqa: E402
+
+keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
+
 from annobench.progress import job_log  # noqa: E402
 from annobench.provenance import record_job  # noqa: E402
 
