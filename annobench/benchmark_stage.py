@@ -69,18 +69,6 @@ def baseline_runs(config: dict, has_text: bool) -> dict[str, dict]:
     return runs
 
 
-def baseline_kinds(runs: dict[str, dict]) -> tuple[list[str], list[str]]:
-    """The kinds run once per feature (one job a feature: they read its neighbours) and the
-    kinds run once (one job for all: they need no feature), in configured order."""
-    per_feature = list(dict.fromkeys(run["kind"] for run in runs.values() if run["feature"]))
-    once = [run["kind"] for run in runs.values() if not run["feature"]]
-    return per_feature, once
-
-
-def run_name(kind: str, feature: str | None) -> str:
-    return f"{kind}_{feature}" if feature else kind
-
-
 def neighbours_needed(config: dict, runs: dict[str, dict]) -> dict[str, int]:
     """Feature -> how many neighbours to keep (the most any user of that feature needs)."""
     settings = config["benchmark"]

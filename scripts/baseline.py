@@ -1,20 +1,21 @@
-"""Snakemake entry point of rules baseline_feature and baseline_priors; the work is in annobench.benchmark_stage."""
+"""Snakemake entry point of rule baselines; the work is in annobench.benchmark_stage."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.benchmark_stage import build_baseline, run_name  # noqa: E402
+from annobench.benchmark_stage import build_baseline  # noqa: E402
 from annobench.progress import job_log  # noqa: E402
 from annobench.provenance import raw_file, record_job  # noqa: E402
 
-feature = snakemake.wildcards.get("feature")
-outputs = dict(snakemake.output.items())
+inputs, outputs = dict(snakemake.input.items()), dict(snakemake.output.items())
+runs = snakemake.params.runs
 words = snakemake.config["benchmark"]["cooccurrence"]["english_words_file"]
 with job_log(snakemake.log[0]) as log:
-    for kind in snakemake.params.kinds:
-        files = {what: outputs[f"{kind}_{what}"] for what in ("run", "run_text", "evaluation", "per_concept")}
-        build_baseline(run_name(kind, feature), kind, snakemake.config, dict(snakemake.input.items()), files, log)
-uses_words = words and "cooccurrence" in snakemake.params.kinds
+    for name, run in runs.items():
+        files = {what: outputs[f"{name}_{what}"] for what in ("run", "run_text", "evaluation", "per_concept")}
+        run_inputs = {**inputs, "neighbours": inputs.get(f"neighbours_{run['feature']}")}
+        build_baseline(name, run["kind"], snakemake.config, run_inputs, files, log)
+uses_words = words and any(run["kind"] == "cooccurrence" for run in runs.values())
 record_job(snakemake, raw_inputs=[raw_file(words, Path(words).name, role="english_words")] if uses_words else None)

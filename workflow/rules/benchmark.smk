@@ -8,7 +8,6 @@ BENCHMARK_ON = benchmark_stage.enabled(config)
 REGIONS_ON = bool(config["input"]["segmentations"])
 BASELINES = benchmark_stage.baseline_runs(config, has_text=bool(TEXT_PLAN)) if BENCHMARK_ON else {}
 NEIGHBOURS = benchmark_stage.neighbours_needed(config, BASELINES) if BENCHMARK_ON else {}
-FEATURE_BASELINES, PRIOR_BASELINES = benchmark_stage.baseline_kinds(BASELINES)
 
 if BENCHMARK_ON:
     _built = set(GLOBAL_FEATURES) | {f"bow_{kind}" for kind in BOW_KINDS}
@@ -79,54 +78,19 @@ rule benchmark_neighbours:
         "../../scripts/benchmark_neighbours.py"
 
 
-def baseline_outputs(kinds, feature):
-    """The four files of each run of `kinds` (on `feature`, a wildcard, or on none), keyed KIND_WHAT."""
-    files = {}
-    for kind in kinds:
-        run = benchmark_stage.run_name(kind, feature)
-        files.update({f"{kind}_run": out(f"runs/{run}.parquet"), f"{kind}_run_text": out(f"runs/{run}.txt"),
-                      f"{kind}_evaluation": out(f"evaluations/{run}.json"),
-                      f"{kind}_per_concept": out(f"tables/concept_results/{run}.parquet")})
-    return files
+# Every baseline run in one job: a run takes seconds to minutes (bench_baselines.py) beside
+# the hours of a full-size neighbour search, and a job of its own costs a second of start-up.
+if BASELINES:
 
-
-# The runs of a feature (k-NN, co-occurrence) are one job, as are the runs of no feature:
-# each run takes well under a second beside the libraries a job loads.
-if FEATURE_BASELINES:
-
-    rule baseline_feature:
-        wildcard_constraints:
-            feature=one_of(BENCHMARK["features"]),
+    rule baselines:
         input:
             unpack(baseline_inputs),
         output:
-            **baseline_outputs(FEATURE_BASELINES, "{feature}"),
+            **{f"{run}_{what}": path for run in BASELINES for what, path in baseline_files(run).items()},
         log:
-            out("logs/baseline/{feature}.log"),
+            out("logs/baselines.log"),
         params:
-            kinds=FEATURE_BASELINES,
-            settings=benchmark_stage.baseline_job_settings(config),
-            code=script_code("baseline.py", "annobench.baselines", "annobench.measures"),
-        threads: 1
-        resources:
-            mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,
-        conda:
-            "../../envs/annobench.yaml"
-        script:
-            "../../scripts/baseline.py"
-
-
-if PRIOR_BASELINES:
-
-    rule baseline_priors:
-        input:
-            unpack(baseline_inputs),
-        output:
-            **baseline_outputs(PRIOR_BASELINES, None),
-        log:
-            out("logs/baseline/priors.log"),
-        params:
-            kinds=PRIOR_BASELINES,
+            runs=BASELINES,
             settings=benchmark_stage.baseline_job_settings(config),
             code=script_code("baseline.py", "annobench.baselines", "annobench.measures"),
         threads: 1

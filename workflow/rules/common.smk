@@ -109,16 +109,20 @@ def one_of(names):
 
 
 def baseline_inputs(wildcards):
-    """Inputs of a baseline job: the benchmark tables, the feature's neighbours (runs on a
-    feature), text if a run needs it."""
-    feature = wildcards.get("feature")
-    kinds = FEATURE_BASELINES if feature else PRIOR_BASELINES
+    """Inputs of the baseline runs: the benchmark tables, the neighbours of each run's feature,
+    text if a run needs it."""
     files = {**BENCHMARK_TABLES, "overlap": out(f"work/neighbours/{BENCHMARK['overlap']['feature']}.parquet")}
-    if feature:
-        files["neighbours"] = out(f"work/neighbours/{feature}.parquet")
-    if "cooccurrence" in kinds:
+    features = sorted({run["feature"] for run in BASELINES.values() if run["feature"]})
+    files.update({f"neighbours_{feature}": out(f"work/neighbours/{feature}.parquet") for feature in features})
+    if any(run["kind"] == "cooccurrence" for run in BASELINES.values()):
         files["text_terms"] = expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS)
     return files
+
+
+def baseline_files(run):
+    """The four files of a baseline run."""
+    return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
+            "evaluation": out(f"evaluations/{run}.json"), "per_concept": out(f"tables/concept_results/{run}.parquet")}
 
 
 def browse_settings():
