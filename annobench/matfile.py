@@ -7,6 +7,9 @@ numeric and logical arrays (real or complex), char arrays, cell arrays and
 structs. Sparse matrices, objects and function handles raise `MatFileError`,
 as does a v7.3 file (HDF5, which starts with the same text header).
 
+A compressed variable is decompressed as far as it is read: with
+`first_cells`, a cell array's later cells are never inflated.
+
 `write_mat` writes numeric, logical and char variables (the legacy SAIAPR
 exports, and test inputs), compressed like MATLAB's own v7 files.
 
@@ -18,6 +21,7 @@ arrays, struct arrays as object arrays of `dict` (field -> value).
 
 from __future__ import annotations
 
+import struct
 import time
 import zlib
 from pathlib import Path
@@ -51,28 +55,72 @@ class MatFileError(ValueError):
     """The file is not a MATLAB v5 file this reader understands."""
 
 
-def read_mat(source: Path | str | bytes) -> dict[str, object]:
-    """All named variables of a v5 .mat file (path or its bytes)."""
+def read_mat(source: Path | str | bytes, first_cells: int | None = None) -> dict[str, object]:
+    """All named variables of a v5 .mat file (path or its bytes).
+
+    first_cells: read only the first cells (column-major order) of each
+    cell-array variable, leaving None in the others, and decompress no
+    further than they end (a BSDS500 file holds 4-9 segmentations; a build
+    usually wants one).
+    """
     data = source if isinstance(source, bytes) else Path(source).read_bytes()
     order = _byte_order(data)
     variables: dict[str, object] = {}
     for mi_type, payload in _elements(data, HEADER_BYTES, len(data), order):
-        if mi_type == MI_COMPRESSED:
-            try:
-                payload = zlib.decompress(payload)
-            except zlib.error as exc:
-                raise MatFileError(f"corrupt compressed element: {exc}") from None
-            mi_type, payload = next(_elements(payload, 0, len(payload), order))
-        if mi_type != MI_MATRIX or not payload:
-            continue  # e.g. the subsystem data of a file that stores objects
         try:
-            name, value = _matrix(payload, order)
+            parts = _variable_parts(mi_type, payload, order, whole=first_cells is None)
+            if parts is None:
+                continue  # e.g. the subsystem data of a file that stores objects
+            name, value = _matrix_of(parts, order, first_cells)
         except MatFileError:
             raise
         except Exception as exc:  # a truncated or inconsistent element
             raise MatFileError(f"malformed variable: {exc!r}") from None
         variables[name] = value
     return variables
+
+
+def _variable_parts(mi_type: int, payload: bytes, order: str, whole: bool):
+    """The data elements of a top-level miMATRIX (None for other elements), read lazily
+    from a compressed one unless the whole variable is wanted."""
+    if mi_type == MI_COMPRESSED and whole:
+        try:
+            payload = zlib.decompress(payload)
+        except zlib.error as exc:
+            raise MatFileError(f"corrupt compressed element: {exc}") from None
+        mi_type, payload = next(_elements(payload, 0, len(payload), order))
+    elif mi_type == MI_COMPRESSED:
+        stream = _Inflater(payload)
+        mi_type, size, _ = _read_tag(stream.read(8), 0, order)
+        return _stream_elements(stream, size, order) if mi_type == MI_MATRIX and size else None
+    if mi_type != MI_MATRIX or not payload:
+        return None
+    return _elements(payload, 0, len(payload), order)
+
+
+class _Inflater:
+    """A zlib stream decompressed only as far as it is read."""
+
+    def __init__(self, compressed: bytes):
+        self._stream = zlib.decompressobj()
+        self._pending = compressed
+        self._buffer = b""
+
+    def read(self, size: int) -> bytes:
+        chunks, have = [self._buffer], len(self._buffer)
+        while have < size:
+            try:
+                chunk = self._stream.decompress(self._pending, size - have)
+            except zlib.error as exc:
+                raise MatFileError(f"corrupt compressed element: {exc}") from None
+            self._pending = self._stream.unconsumed_tail
+            if not chunk:
+                raise MatFileError("compressed element ends early")
+            chunks.append(chunk)
+            have += len(chunk)
+        data = b"".join(chunks)
+        self._buffer = data[size:]
+        return data[:size]
 
 
 def only_2d_array(variables: dict[str, object]) -> np.ndarray:
@@ -99,22 +147,50 @@ def _byte_order(data: bytes) -> str:
     return order
 
 
+def _read_tag(data: bytes, pos: int, order: str) -> tuple[int, int, bool]:
+    """(type, size, small) of the 8-byte tag at pos: a small element packs its type, size
+    and up to 4 bytes of data in those 8."""
+    first, second = struct.unpack_from(f"{order}II", data, pos)
+    if first >> 16:
+        return first & 0xFFFF, first >> 16, True
+    return first, second, False
+
+
 def _elements(data: bytes, start: int, end: int, order: str):
     """Yield (type, payload bytes) for each data element in data[start:end]."""
     pos = start
     while pos + 8 <= end:
-        first = int(np.frombuffer(data, f"{order}u4", 1, pos)[0])
-        if first >> 16:  # small data element: type, size and up to 4 bytes in 8
-            mi_type, size = first & 0xFFFF, first >> 16
+        mi_type, size, small = _read_tag(data, pos, order)
+        if small:
             yield mi_type, data[pos + 4:pos + 4 + size]
             pos += 8
             continue
-        size = int(np.frombuffer(data, f"{order}u4", 1, pos + 4)[0])
         if pos + 8 + size > end:
             raise MatFileError("data element runs past the end of the file")
-        yield first, data[pos + 8:pos + 8 + size]
-        # Compressed elements are not padded; everything else is to 8 bytes.
-        pos += 8 + (size if first == MI_COMPRESSED else -(-size // 8) * 8)
+        yield mi_type, data[pos + 8:pos + 8 + size]
+        pos += 8 + _padded(mi_type, size)
+
+
+def _stream_elements(stream: _Inflater, end: int, order: str):
+    """As _elements, over the next `end` bytes of a stream, each read when asked for."""
+    pos = 0
+    while pos + 8 <= end:
+        tag = stream.read(8)
+        mi_type, size, small = _read_tag(tag, 0, order)
+        if small:
+            yield mi_type, tag[4:4 + size]
+            pos += 8
+            continue
+        if pos + 8 + size > end:
+            raise MatFileError("data element runs past the end of the file")
+        data = stream.read(_padded(mi_type, size))
+        yield mi_type, data[:size]
+        pos += 8 + len(data)
+
+
+def _padded(mi_type: int, size: int) -> int:
+    # Compressed elements are not padded; everything else is to 8 bytes.
+    return size if mi_type == MI_COMPRESSED else -(-size // 8) * 8
 
 
 def _numbers(mi_type: int, payload: bytes, order: str) -> np.ndarray:
@@ -125,7 +201,11 @@ def _numbers(mi_type: int, payload: bytes, order: str) -> np.ndarray:
 
 def _matrix(payload: bytes, order: str) -> tuple[str, object]:
     """Decode one miMATRIX element's payload into (name, value)."""
-    parts = _elements(payload, 0, len(payload), order)
+    return _matrix_of(_elements(payload, 0, len(payload), order), order)
+
+
+def _matrix_of(parts, order: str, first_cells: int | None = None) -> tuple[str, object]:
+    """(name, value) of a miMATRIX from its data elements; see read_mat for first_cells."""
     flags = _numbers(*next(parts), order)
     mx_class, flag_bits = int(flags[0]) & 0xFF, int(flags[0])
     shape = tuple(int(d) for d in _numbers(*next(parts), order))
@@ -135,7 +215,7 @@ def _matrix(payload: bytes, order: str) -> tuple[str, object]:
     if mx_class == MX_CHAR:
         return name, _chars(next(parts, (2, b"")), shape, order)
     if mx_class == MX_CELL:
-        return name, _cells(parts, shape, order)
+        return name, _cells(parts, shape, order, first_cells)
     if mx_class == MX_STRUCT:
         return name, _structs(parts, shape, order)
     raise MatFileError(f"unsupported array class {mx_class} for variable {name!r}")
@@ -173,9 +253,9 @@ def _chars(element: tuple[int, bytes], shape: tuple[int, ...], order: str) -> ob
     return rows[0] if len(rows) == 1 else np.array(rows, dtype=object)
 
 
-def _cells(parts, shape: tuple[int, ...], order: str) -> np.ndarray:
+def _cells(parts, shape: tuple[int, ...], order: str, first_cells: int | None = None) -> np.ndarray:
     cells = np.empty(int(np.prod(shape)), dtype=object)
-    for k in range(cells.size):
+    for k in range(cells.size if first_cells is None else min(first_cells, cells.size)):
         mi_type, payload = next(parts)
         cells[k] = _matrix(payload, order)[1] if payload else np.zeros((0, 0))
     return cells.reshape(shape, order="F")

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Callable, Iterable
 
-import cv2
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,12 +19,15 @@ from annobench.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.fsutil import atomic_path, write_bytes_atomic
 from annobench.progress import Progress, job_log
 from annobench.provenance import raw_file
-from annobench.region_features import FEATURE_NAMES, REGION_FEATURES_SCHEMA, feature_rows, region_features, rgb_to_lab
+from annobench.region_features import (
+    FEATURE_NAMES, REGION_FEATURES_SCHEMA, features_of_regions, features_table, rgb_to_lab,
+)
 from annobench.segmentations import (
-    REGIONS_SCHEMA, SEGMENTATION_REJECTS_SCHEMA, Segmentation, import_segmentations, write_label_map,
+    REGIONS_SCHEMA, SEGMENTATION_REJECTS_SCHEMA, Segmentation, import_segmentations, renumber_regions,
+    write_label_map,
 )
 from annobench.spatial_relations import (
-    SPATIAL_RELATIONS_SCHEMA, relation_frequency_table, relation_rows, spatial_relations,
+    SPATIAL_RELATIONS_SCHEMA, relation_frequency_table, relations_of_regions, stacked_relations_table,
 )
 from annobench.tables import field, write_table
 
@@ -76,6 +78,9 @@ def label_path(label: str | None, parents: dict[str, str]) -> list[str] | None:
 
 @dataclass
 class RegionResult:
+    """Rows of the regions and rejects tables; (image_id, annotator, ids, features) and
+    (image_id, annotator, relations) blocks of the other two, stacked when written."""
+
     tables: dict[str, list] = dataclass_field(default_factory=lambda: {name: [] for name in REGION_TABLES})
     label_maps: dict[tuple[str, int], np.ndarray] = dataclass_field(default_factory=dict)
 
@@ -122,10 +127,11 @@ def add_segmentation(result: RegionResult, seg: Segmentation, rgb: np.ndarray, l
     result.tables["regions"].extend(
         {**row, "label_path": label_path(row["label"], parents)} for row in seg.region_rows()
     )
-    ids, features = region_features(rgb, seg.label_map, lab=lab)
-    result.tables["region_features"].extend(feature_rows(seg.image_id, seg.annotator, ids, features))
-    relations = spatial_relations(seg.label_map, stripe_fraction)
-    result.tables["spatial_relations"].append(relation_rows(seg.image_id, seg.annotator, relations))
+    regions = renumber_regions(seg.label_map)  # shared by features and relations
+    ids, features = features_of_regions(rgb, regions, lab=lab)
+    result.tables["region_features"].append((seg.image_id, seg.annotator, ids, features))
+    relations = relations_of_regions(regions, stripe_fraction)
+    result.tables["spatial_relations"].append((seg.image_id, seg.annotator, relations))
 
 
 def write_region_outputs(result: RegionResult, table_paths: dict[str, str], maps_dir: Path | str,
@@ -133,14 +139,11 @@ def write_region_outputs(result: RegionResult, table_paths: dict[str, str], maps
     with atomic_path(maps_dir) as partial:
         partial.mkdir()
         for (image_id, annotator), label_map in sorted(result.label_maps.items()):
-            write_label_map(partial / f"annotator-{annotator}" / f"{image_id}.png", label_map)
+            write_label_map(partial / f"annotator-{annotator}" / f"{image_id}.png", label_map, atomic=False)
+    stacked = {"region_features": features_table, "spatial_relations": stacked_relations_table}
     for name in REGION_TABLES:
         rows = result.tables[name]
-        if name == "spatial_relations":
-            columns = {key: [v for part in rows for v in part[key]] for key in SPATIAL_RELATIONS_SCHEMA.names}
-            table = pa.Table.from_pydict(columns, schema=SPATIAL_RELATIONS_SCHEMA)
-        else:
-            table = pa.Table.from_pylist(rows, schema=SCHEMAS[name])
+        table = stacked[name](rows) if name in stacked else pa.Table.from_pylist(rows, schema=SCHEMAS[name])
         write_table(table, table_paths[name], name, params_hash)
 
 
@@ -269,6 +272,8 @@ def relation_counts_of(relations_tables: Iterable[str]) -> Counter:
 
 def top_labels_figure(frequencies: list[dict], width: int = 1000, bar: int = 18) -> bytes:
     """A horizontal bar chart of regions per label, drawn with OpenCV (PNG bytes, deterministic)."""
+    import cv2  # here: the per-shard jobs never draw, and OpenCV takes a while to import
+
     height = 60 + bar * max(1, len(frequencies))
     canvas = np.full((height, width, 3), 255, np.uint8)
     cv2.putText(canvas, f"Top {len(frequencies)} labels by regions", (10, 30), cv2.FONT_HERSHEY_SIMPLEX, 0.7,

@@ -34,17 +34,19 @@ Source specifics (each importer's docstring has the layout):
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 from PIL import Image, ImageDraw
 
-from annobench.fsutil import atomic_path
+from annobench.fsutil import write_bytes_atomic
 from annobench.matfile import read_mat, only_2d_array
 from annobench.tables import field
 
@@ -158,12 +160,35 @@ def rejects_table(rejects: Iterable[SegmentationReject]) -> pa.Table:
     return pa.Table.from_pylist([r.row() for r in rejects], schema=SEGMENTATION_REJECTS_SCHEMA)
 
 
-def write_label_map(path: Path | str, label_map: np.ndarray) -> None:
-    """Store a label map as a 16-bit greyscale PNG, atomically."""
+def key_columns(keys: list[tuple[str, int]], lengths: list[int]) -> dict[str, pa.Array]:
+    """image_id and annotator columns of a table stacked from blocks of rows, one
+    (image_id, annotator) and length per block."""
+    block = np.repeat(np.arange(len(keys)), lengths)
+    return {
+        "image_id": pa.array([image_id for image_id, _ in keys], pa.string()).take(block),
+        "annotator": pa.array(np.array([annotator for _, annotator in keys], dtype=np.int16)[block]),
+    }
+
+
+def write_label_map(path: Path | str, label_map: np.ndarray, atomic: bool = True) -> None:
+    """Store a label map as a 16-bit greyscale PNG, flushed to disk.
+
+    atomic=False writes it in place, for a folder that is itself written
+    atomically: a partial file and a scan for stale ones per map would cost
+    more than the map.
+    """
     if label_map.size and (label_map.min() < 0 or label_map.max() > 0xFFFF):
         raise ValueError("a PNG label map holds region ids 0..65535")
-    with atomic_path(path) as tmp:
-        Image.fromarray(label_map.astype(np.uint16)).save(tmp, format="PNG")
+    png = io.BytesIO()
+    Image.fromarray(label_map.astype(np.uint16)).save(png, format="PNG")
+    if atomic:
+        write_bytes_atomic(path, png.getvalue())
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(png.getvalue())
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def read_label_map(path: Path | str) -> np.ndarray:
@@ -174,24 +199,67 @@ def read_label_map(path: Path | str) -> np.ndarray:
         return np.asarray(image).astype(np.int32)
 
 
-def dense_label_map(label_map: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, dense): the region ids > 0 present, ascending, and the map renumbered
-    so that id ids[k] is k + 1 (0 stays unlabelled). Per-region sums then
-    index arrays of n + 1, whatever the source's ids."""
+@dataclass(frozen=True)
+class DenseLabelMap:
+    """A label map renumbered so that id ids[k] is k + 1 (0 stays unlabelled): per-region
+    sums then index arrays of n + 1, whatever the source's ids."""
+
+    ids: np.ndarray  # the region ids > 0 present, ascending
+    dense: np.ndarray  # the renumbered map, in the smallest unsigned type that holds n
+    counts: np.ndarray  # pixels per dense value 0..n (0: the unlabelled ones)
+
+    # What coordinate_cells and coordinate_counts computed: features and relations share it.
+    _cache: dict = dataclass_field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def coordinate_cells(self, axis: int) -> np.ndarray:
+        """dense * size + coordinate of each pixel along axis (1: columns, 0: rows): one bin
+        per (region, coordinate), neighbours in different bins along columns."""
+        if ("cells", axis) not in self._cache:
+            size = self.dense.shape[axis]
+            cells = self.dense.astype(np.intp)
+            cells *= size
+            cells += np.arange(size).reshape((1, size) if axis == 1 else (size, 1))
+            self._cache[("cells", axis)] = cells.ravel()
+        return self._cache[("cells", axis)]
+
+    def coordinate_counts(self, axis: int) -> np.ndarray:
+        """(n, size): pixels of each region at each coordinate along axis."""
+        if ("counts", axis) not in self._cache:
+            size, n = self.dense.shape[axis], self.ids.size
+            counts = np.bincount(self.coordinate_cells(axis), minlength=(n + 1) * size)
+            self._cache[("counts", axis)] = counts.reshape(n + 1, size)[1:]
+        return self._cache[("counts", axis)]
+
+
+def renumber_regions(label_map: np.ndarray) -> DenseLabelMap:
+    """The DenseLabelMap of a map of non-negative integer ids."""
     flat = label_map.ravel()
     if flat.size and flat.min() < 0:
         raise ValueError("label map has negative region ids")
     top = int(flat.max(initial=0))
-    if top <= 2 * flat.size + 65536:  # a lookup table over 0..top is cheaper than a sort
+    ids, counts = _region_counts(flat, top)
+    dtype = np.min_scalar_type(ids.size)
+    if _countable(flat, top):  # a lookup table over 0..top is cheaper than a search
+        lookup = np.zeros(top + 1, dtype=dtype)
+        lookup[ids] = np.arange(1, ids.size + 1)
+        return DenseLabelMap(ids, lookup[label_map], counts)
+    return DenseLabelMap(ids, np.searchsorted(ids, label_map, side="right").astype(dtype), counts)
+
+
+def _countable(flat: np.ndarray, top: int) -> bool:
+    """Whether a bincount over 0..top is small next to the map."""
+    return top <= 2 * flat.size + 65536
+
+
+def _region_counts(flat: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ids > 0 present, ascending, and the pixels of 0 then of each id."""
+    if _countable(flat, top):
         counts = np.bincount(flat, minlength=top + 1)
-        counts[0] = 0
-        ids = np.flatnonzero(counts)
-        lookup = np.zeros(top + 1, dtype=np.int32)
-        lookup[ids] = np.arange(1, ids.size + 1, dtype=np.int32)
-        return ids, lookup[label_map]
-    distinct, inverse = np.unique(flat, return_inverse=True)
-    dense = inverse.reshape(label_map.shape).astype(np.int32) + (0 if distinct[0] == 0 else 1)
-    return distinct[distinct > 0], dense
+        ids = np.flatnonzero(counts[1:]) + 1
+        return ids, np.concatenate((counts[:1], counts[ids]))
+    distinct, counts = np.unique(flat, return_counts=True)
+    unlabelled = counts[:1] if distinct[0] == 0 else np.zeros(1, dtype=counts.dtype)
+    return distinct[distinct > 0], np.concatenate((unlabelled, counts[distinct > 0]))
 
 
 # --- checks shared by every source -----------------------------------------------
@@ -214,7 +282,7 @@ def _assemble(
     if problem:
         yield SegmentationReject(image_id, None, problem, annotator, source)
         return
-    label_map = label_map.astype(np.int32)
+    label_map = label_map.astype(np.int32, order="C")  # row-major: every later pass reads it so
     present = set(_present_ids(label_map).tolist())
     if labels is None:
         labels = dict.fromkeys(sorted(present))
@@ -253,7 +321,8 @@ def _map_problem(label_map: np.ndarray) -> str | None:
 
 
 def _present_ids(label_map: np.ndarray) -> np.ndarray:
-    return dense_label_map(label_map)[0]
+    flat = label_map.ravel()
+    return _region_counts(flat, int(flat.max(initial=0)))[0]
 
 
 def _unlabel(label_map: np.ndarray, region_ids: Iterable[int]) -> np.ndarray:
@@ -414,23 +483,28 @@ def import_bsds500(root: Path, wanted: Callable[[str], bool], annotator: int | s
             continue
         seen.add(image_id)
         try:
-            truths = [cell["Segmentation"] for cell in _bsds_cells(read_mat(path)["groundTruth"])]
+            # One annotator asked for: the later cells are not even decompressed.
+            ground_truth = read_mat(path, first_cells=None if annotator == "all" else annotator)["groundTruth"]
+            truths = [cell["Segmentation"] for cell in _bsds_cells(ground_truth)]
+            annotators = np.asarray(ground_truth, dtype=object).size
         except Exception as exc:
             yield SegmentationReject(image_id, None, f"unreadable BSDS500 file: {exc}", None, source)
             continue
-        chosen = range(1, len(truths) + 1) if annotator == "all" else [annotator]
+        chosen = range(1, annotators + 1) if annotator == "all" else [annotator]
         for k in chosen:
-            if k > len(truths):
-                yield SegmentationReject(image_id, None, f"annotator {k} asked for, the file has {len(truths)}",
+            if k > annotators:
+                yield SegmentationReject(image_id, None, f"annotator {k} asked for, the file has {annotators}",
                                          k, source)
                 continue
             yield from _assemble(image_id, np.asarray(truths[k - 1]), None, source, annotator=k)
 
 
 def _bsds_cells(ground_truth: np.ndarray) -> list[dict]:
-    """The struct of each cell of groundTruth, in annotator order."""
+    """The struct of each cell of groundTruth that was read, in annotator order."""
     cells = []
     for cell in np.asarray(ground_truth, dtype=object).ravel(order="F"):
+        if cell is None:
+            break  # read_mat left the later cells unread
         struct = cell.ravel()[0] if isinstance(cell, np.ndarray) and cell.dtype == object else cell
         if not isinstance(struct, dict) or "Segmentation" not in struct:
             raise ValueError("groundTruth cell without a Segmentation field")

@@ -17,8 +17,8 @@ alignments are symmetric. Centroids are the mean pixel coordinates.
 
 Adjacency comes from one pass over the label map: each pixel is compared
 with its right, lower, lower-right and lower-left neighbours (the other four
-of the 8 are the same pairs seen from the other side), and the distinct
-pairs of different regions are kept.
+of the 8 are the same pairs seen from the other side), and the pairs of
+different regions are marked in an n x n matrix.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from annobench.segmentations import dense_label_map
+from annobench.segmentations import DenseLabelMap, key_columns, renumber_regions
 from annobench.tables import field
 
 DEFAULT_STRIPE_FRACTION = 0.2
@@ -102,13 +102,18 @@ class Relations:
 
 def spatial_relations(label_map: np.ndarray, stripe_fraction: float = DEFAULT_STRIPE_FRACTION) -> Relations:
     """Relations of all ordered pairs of the regions (ids > 0) present in label_map."""
-    height, width = label_map.shape
-    ids, dense = dense_label_map(label_map)
-    n = ids.size
-    cx, cy = _centroids(dense, n)
-    adjacency = np.zeros((n + 1, n + 1), dtype=bool)
-    low, high = adjacent_pairs(dense)
-    adjacency[low, high] = adjacency[high, low] = True
+    return relations_of_regions(renumber_regions(label_map), stripe_fraction)
+
+
+def relations_of_regions(regions: DenseLabelMap, stripe_fraction: float = DEFAULT_STRIPE_FRACTION) -> Relations:
+    """spatial_relations of a map renumbered already (the stage renumbers once for features and relations)."""
+    height, width = regions.dense.shape
+    ids, n = regions.ids, regions.ids.size
+    cx, cy = _centroids(regions)
+    adjacency = np.zeros((n + 1, n + 1), dtype=bool)  # row and column 0, the unlabelled, go unread
+    for here, there in _touching(regions.dense):
+        adjacency[here, there] = True
+    adjacency |= adjacency.T
     first, second = _ordered_pairs(n)
     dx, dy = cx[second] - cx[first], cy[second] - cy[first]
     y_aligned = np.abs(dy) <= stripe_fraction * height / 2
@@ -121,38 +126,40 @@ def spatial_relations(label_map: np.ndarray, stripe_fraction: float = DEFAULT_ST
     )
 
 
-def _centroids(dense: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean column and row of regions 1..n of a dense map, as arrays of n."""
-    height, width = dense.shape
-    flat = dense.ravel()
-    counts = np.bincount(flat, minlength=n + 1)[1:]
-    cols = np.tile(np.arange(width, dtype=np.float64), height)
-    rows = np.repeat(np.arange(height, dtype=np.float64), width)
-    cx = np.bincount(flat, cols, minlength=n + 1)[1:] / counts
-    cy = np.bincount(flat, rows, minlength=n + 1)[1:] / counts
-    return cx, cy
+def _centroids(regions: DenseLabelMap) -> tuple[np.ndarray, np.ndarray]:
+    """Mean column and row of each region, 0-based (integer sums: exact, whatever the order)."""
+    height, width = regions.dense.shape
+    counts = regions.counts[1:]
+    return (regions.coordinate_counts(1) @ np.arange(width) / counts,
+            regions.coordinate_counts(0) @ np.arange(height) / counts)
 
 
 def adjacent_pairs(label_map: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct unordered pairs (a < b) of regions > 0 that are 8-neighbours somewhere."""
-    labels = label_map
-    # (this, neighbour) slices for the right, lower, lower-right and lower-left neighbours.
+    top = int(label_map.max(initial=0)) + 1
+    keys = []
+    for here, there in _touching(label_map):
+        a, b = here.astype(np.int64), there.astype(np.int64)
+        both = (a > 0) & (b > 0)
+        a, b = a[both], b[both]
+        keys.append(np.minimum(a, b) * top + np.maximum(a, b))
+    unique = np.unique(np.concatenate(keys))
+    return unique // top, unique % top
+
+
+def _touching(labels: np.ndarray):
+    """Yield (label, neighbour's label) arrays of the 8-neighbours with different labels,
+    for the right, lower, lower-right and lower-left neighbours (the other four are the
+    same pairs seen from the other side)."""
     shifts = (
         (labels[:, :-1], labels[:, 1:]),
         (labels[:-1, :], labels[1:, :]),
         (labels[:-1, :-1], labels[1:, 1:]),
         (labels[:-1, 1:], labels[1:, :-1]),
     )
-    top = int(labels.max(initial=0)) + 1
-    keys = []
     for here, there in shifts:
         differ = here != there  # region borders are few: work on them only
-        a, b = here[differ].astype(np.int64), there[differ].astype(np.int64)
-        both = (a > 0) & (b > 0)
-        a, b = a[both], b[both]
-        keys.append(np.minimum(a, b) * top + np.maximum(a, b))
-    unique = np.unique(np.concatenate(keys))
-    return unique // top, unique % top
+        yield here[differ], there[differ]
 
 
 def _ordered_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -162,20 +169,29 @@ def _ordered_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     return first[off_diagonal], second[off_diagonal]
 
 
-def relation_rows(image_id: str, annotator: int, relations: Relations) -> dict[str, list]:
-    """Columns for SPATIAL_RELATIONS_SCHEMA (pass to pa.Table.from_pydict)."""
-    names = relations.names()
-    return {
-        "image_id": [image_id] * len(relations),
-        "annotator": [annotator] * len(relations),
-        "region_i": relations.region_i.tolist(),
-        "region_j": relations.region_j.tolist(),
-        **{axis: values.tolist() for axis, values in names.items()},
-    }
-
-
 def relations_table(image_id: str, annotator: int, relations: Relations) -> pa.Table:
-    return pa.Table.from_pydict(relation_rows(image_id, annotator, relations), schema=SPATIAL_RELATIONS_SCHEMA)
+    return stacked_relations_table([(image_id, annotator, relations)])
+
+
+def stacked_relations_table(parts: list[tuple[str, int, Relations]]) -> pa.Table:
+    """SPATIAL_RELATIONS_SCHEMA rows of many label maps, each given as (image_id, annotator, relations)."""
+    relations = [rel for *_, rel in parts]
+    stacked = {name: np.concatenate([np.zeros(0, dtype)] + [getattr(rel, name) for rel in relations])
+               for name, dtype in (("region_i", np.int32), ("region_j", np.int32), ("adjacent", bool),
+                                   ("x_aligned", bool), ("vertical", np.int8))}
+    columns = {
+        **key_columns([(image_id, annotator) for image_id, annotator, _ in parts], [len(rel) for rel in relations]),
+        "region_i": stacked["region_i"],
+        "region_j": stacked["region_j"],
+        "topology": _names(TOPOLOGY, np.where(stacked["adjacent"], 0, 1)),
+        "horizontal": _names(HORIZONTAL, stacked["x_aligned"].astype(np.int8)),
+        "vertical": _names(VERTICAL, stacked["vertical"]),
+    }
+    return pa.Table.from_pydict(columns, schema=SPATIAL_RELATIONS_SCHEMA)
+
+
+def _names(names: tuple[str, ...], index: np.ndarray) -> pa.Array:
+    return pa.array(names, pa.string()).take(index)
 
 
 def saiapr_matrices(relations: Relations, ids: np.ndarray) -> dict[str, np.ndarray]:

@@ -88,3 +88,18 @@ def test_bad_files_raise_matfile_error(tmp_path):
     write_mat(path, {"a": np.arange(100.0)}, compress=False)
     with pytest.raises(MatFileError):
         read_mat(path.read_bytes()[:-100])
+
+
+def test_first_cells_reads_only_what_is_asked():
+    path = require_shared(BSDS) / "105053.mat"
+    whole = read_mat(path)["groundTruth"]
+    first = read_mat(path, first_cells=2)["groundTruth"]
+    assert first.shape == whole.shape == (1, 5)
+    for k in range(2):
+        for name in ("Segmentation", "Boundaries"):
+            assert np.array_equal(first[0, k][0, 0][name], whole[0, k][0, 0][name])
+    assert all(cell is None for cell in first.ravel()[2:])
+    data = path.read_bytes()
+    cut = data[:128] + np.array([15, 1000], "<u4").tobytes() + data[136:1136]  # a compressed element of 1000 bytes
+    with pytest.raises(MatFileError, match="ends early"):
+        read_mat(cut, first_cells=1)  # the first cell is cut short

@@ -9,7 +9,9 @@ import pytest
 from conftest import REAL, SHARED, require_shared
 
 from annobench.decode import DecodeLimits, decode_image
-from annobench.region_features import FEATURE_NAMES, REGION_FEATURES_SCHEMA, region_features, rgb_to_lab
+from annobench.region_features import (
+    FEATURE_NAMES, REGION_FEATURES_SCHEMA, features_table, region_features, rgb_to_lab,
+)
 from annobench.segmentations import MSRC_V2_CLASSES, import_segmentations, split_imported
 
 MSRC = REAL / "segmentations" / "msrc_v2"
@@ -144,3 +146,27 @@ def test_empty_map_and_size_mismatch():
     assert ids.size == 0 and features.shape == (0, 27)
     with pytest.raises(ValueError, match="differ"):
         region_features(np.zeros((4, 5, 3), np.uint8), np.zeros((4, 4), np.int32))
+
+
+def test_lab_by_distinct_colours_is_the_per_pixel_formula_bit_for_bit():
+    photo = decode_image(require_shared(REAL / "images" / "bsds500" / "train" / "105053.jpg").read_bytes(),
+                         LIMITS).pixels
+    by_colour = rgb_to_lab(photo)
+    per_pixel = rgb_to_lab(photo.astype(np.float64))  # not 8-bit: the formula on every pixel
+    assert by_colour.shape == per_pixel.shape == photo.shape
+    assert by_colour.tobytes() == per_pixel.tobytes()
+
+
+def test_features_table_stacks_what_region_features_returns():
+    segmentations, _ = split_imported(import_segmentations("msrc_v2", require_shared(MSRC)))
+    parts = []
+    for seg in segmentations[:5]:
+        parts.append((seg.image_id, seg.annotator, *region_features(msrc_photo(seg.image_id), seg.label_map)))
+    table = features_table(parts)
+    assert table.schema.equals(REGION_FEATURES_SCHEMA)
+    rows = table.to_pylist()
+    expected = [(image_id, annotator, int(region_id), list(values))
+                for image_id, annotator, ids, features in parts for region_id, values in zip(ids, features)]
+    got = [(r["image_id"], r["annotator"], r["region_id"], [r[name] for name in FEATURE_NAMES]) for r in rows]
+    assert got == expected
+    assert features_table([]).num_rows == 0

@@ -111,6 +111,15 @@ def test_label_map_png_round_trip_8_and_16_bit(tmp_path):
         write_label_map(tmp_path / "c.png", np.array([[70000]]))
 
 
+def test_label_map_written_in_place_is_the_atomic_file(tmp_path):
+    (seg,) = [s for s in split_imported(import_segmentations("bsds500", require_shared(BSDS), annotator=1,
+                                                              wanted=lambda image_id: image_id == "105053"))[0]]
+    write_label_map(tmp_path / "atomic.png", seg.label_map)
+    write_label_map(tmp_path / "inside" / "in_place.png", seg.label_map, atomic=False)
+    assert (tmp_path / "inside" / "in_place.png").read_bytes() == (tmp_path / "atomic.png").read_bytes()
+    assert np.array_equal(read_label_map(tmp_path / "atomic.png"), seg.label_map)
+
+
 def test_vocabulary_and_unknown_image_rejects():
     found, rejects = run("canonical", REPO / "demo" / "segmentations",
                          vocabulary={"background", "coin", "person"}, image_sizes={"coins": (303, 384)})

@@ -16,6 +16,7 @@ from annobench.spatial_relations import (
     relations_table,
     saiapr_matrices,
     spatial_relations,
+    stacked_relations_table,
 )
 
 
@@ -151,3 +152,12 @@ def test_msrc_relation_table_has_n_times_n_minus_1_rows_per_image():
         counts += relation_counts([rel])
     assert counts["pairs"] > 0
     assert counts["adjacent"] + counts["disjoint"] == counts["pairs"]
+
+
+def test_stacked_table_is_the_tables_of_each_map_one_after_another():
+    maps = [scene(), np.kron(np.arange(6).reshape(2, 3), np.ones((4, 4), dtype=np.int64)), np.zeros((2, 2), np.int32)]
+    parts = [(f"image{k}", k + 1, spatial_relations(label_map)) for k, label_map in enumerate(maps)]
+    stacked = stacked_relations_table(parts)
+    assert stacked.schema.equals(SPATIAL_RELATIONS_SCHEMA)
+    assert stacked.equals(pa.concat_tables([relations_table(*part) for part in parts]))
+    assert stacked.num_rows == 20 + 5 * 4
