@@ -4,7 +4,8 @@
 
 1. Colour GIST on the 40 real 256x256 inputs of ../shared/reference/gist_lear
    (LEAR's C code: about 180 ms per image on one core of these machines;
-   the target is 18 ms).
+   the target is 15 ms). The machines are shared: compare runs made at the
+   same time, or take the best of several (--repeat).
 2. Colorhist, GETLF and GIST on the 200 BSDS500 photos as the pipeline runs
    them: decode the stored resized image, compute, per image. Each feature
    runs in a fresh process so its peak memory is its own.
