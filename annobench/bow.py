@@ -8,6 +8,7 @@ inputs and seed give byte-identical samples, codebooks and vectors.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -81,9 +82,9 @@ def nearest(
     return labels, distances
 
 
-def _each_block(work, n_rows: int, pool: Executor | None) -> Iterator:
+def _each_block(work, n_rows: int, pool: Executor | None, block_rows: int = BLOCK_ROWS) -> Iterator:
     """work(start) for every block, results in block order as they come (not all held at once)."""
-    starts = range(0, n_rows, BLOCK_ROWS)
+    starts = range(0, n_rows, block_rows)
     return pool.map(work, starts) if pool else map(work, starts)
 
 
@@ -91,14 +92,24 @@ def kmeans_plus_plus(data: np.ndarray, k: int, rng: np.random.Generator) -> np.n
     """k-means++ seeding (Arthur and Vassilvitskii 2007)."""
     centres = np.empty((k, data.shape[1]), dtype=np.float32)
     centres[0] = data[rng.integers(len(data))]
-    closest = np.einsum("ij,ij->i", data - centres[0], data - centres[0]).astype(np.float64)
+    closest = _squared_distances(data, centres[0]).astype(np.float64)
     for i in range(1, k):
         total = closest.sum()
         pick = rng.choice(len(data), p=closest / total) if total > 0 else rng.integers(len(data))
         centres[i] = data[pick]
-        diff = data - centres[i]
-        np.minimum(closest, np.einsum("ij,ij->i", diff, diff), out=closest)
+        np.minimum(closest, _squared_distances(data, centres[i]), out=closest)
     return centres
+
+
+def _squared_distances(data: np.ndarray, point: np.ndarray, chunk_rows: int = 1024) -> np.ndarray:
+    """|row - point|^2 per row, by chunks small enough to stay in cache (the same
+    bits as one subtraction over all rows, without writing a copy of the data)."""
+    distances = np.empty(len(data), dtype=np.float32)
+    difference = np.empty((min(chunk_rows, len(data)), data.shape[1]), dtype=np.float32)
+    for start in range(0, len(data), chunk_rows):
+        chunk = np.subtract(data[start : start + chunk_rows], point, out=difference[: len(data) - start])
+        distances[start : start + len(chunk)] = np.einsum("ij,ij->i", chunk, chunk)
+    return distances
 
 
 def train_codebook(
@@ -107,9 +118,11 @@ def train_codebook(
 ) -> np.ndarray:
     """k-means (Lloyd) on the sample, seeded by k-means++ on a subsample of it.
 
-    Memory is a few blocks of BLOCK_ROWS x k besides the sample itself. The
-    Lloyd steps run on `threads` threads, block by block; the codebook is the
-    same bytes for any number of threads.
+    Lloyd's steps skip the distances that Hamerly's bounds prove useless (see
+    _Lloyd): the same assignments as recomputing them all, several times faster.
+    Memory is a few blocks of KMEANS_BLOCK_ROWS x k and a few numbers per
+    descriptor besides the sample itself. The steps run on `threads` threads
+    over fixed blocks; the codebook is the same bytes for any number of threads.
     """
     sample = np.ascontiguousarray(sample, dtype=np.float32)
     if len(sample) < k:
@@ -120,44 +133,390 @@ def train_codebook(
     rng = np.random.default_rng(seed)
     subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(init_size, k)), replace=False))]
     centres = kmeans_plus_plus(subsample, k, rng)
-    labels = np.full(len(sample), -1, dtype=np.int64)
     with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
+        lloyd = _Lloyd(sample, k, pool)
         for iteration in range(iterations):
-            new_labels, distances = nearest(sample, centres, pool=pool)
-            changed = int((new_labels != labels).sum())
-            labels = new_labels
-            centres = _cluster_means(sample, labels, distances, k, pool)
-            log(f"k-means iteration {iteration + 1}/{iterations}: {changed} assignments changed, "
-                f"mean squared distance {distances.mean():.6f}")
-            if changed == 0:
+            step = lloyd.step(centres)
+            centres = step.centres
+            log(f"k-means iteration {iteration + 1}/{iterations}: {step.changed} assignments changed, "
+                f"mean squared distance {step.mean_squared_distance:.6f} "
+                f"({step.recomputed} descriptors' distances recomputed)")
+            if step.changed == 0:
                 break
     return centres
 
 
-def _cluster_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int,
-                   pool: Executor | None = None) -> np.ndarray:
-    # Per block, rows sorted by word and summed run by run in float64: linear in the
-    # sample (a one-hot product costs as much as the distances). Blocks' sums are
-    # added in block order, so threads change nothing.
+# Rows per block of k-means work: the 4096 x k float32 distances of a block
+# (16 MB at 1,000 words) stay nearer the cache than BLOCK_ROWS' would.
+KMEANS_BLOCK_ROWS = 4096
+# Words are split into this many groups of nearby centres, each with its own
+# lower bound per row: 20 float32 a row, 100 MB at 1.25 M rows. More groups
+# prove more rows but cost memory, and their products run slower.
+BOUND_GROUPS = 10
+# A product over a few groups' words runs at about 60 % of the speed of one
+# over all words: rows needing more than this share of the words get the latter.
+GROUPED_SHARE = 0.6
+# Share of the words, the fastest-moving, whose distances every row gets at each step.
+FAST_SHARE = 0.05
+FLOAT32_ROUNDOFF = 2.0**-24
+
+
+@dataclasses.dataclass
+class _Step:
+    centres: np.ndarray
+    changed: int
+    recomputed: int
+    mean_squared_distance: float
+
+
+class _WordGroups:
+    """Words grouped by the nearness of their first centres (Yinyang: a row far from
+    a group is then far from all its words, and the group's bound stays useful).
+    Products take the centres in group order: `order[position]` is the word."""
+
+    def __init__(self, centres: np.ndarray, n_groups: int):
+        group_of_word = _cluster_rows(centres, n_groups)
+        self.order = np.argsort(group_of_word, kind="stable")
+        sizes = np.bincount(group_of_word)
+        self.starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        self.ends = self.starts + sizes
+        self.sizes = sizes
+        self.of_word = group_of_word
+        self.position_of_word = np.argsort(self.order)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+
+def _cluster_rows(rows: np.ndarray, n_groups: int, iterations: int = 5) -> np.ndarray:
+    """Group of each row after a few plain Lloyd steps (groups numbered from 0, none empty)."""
+    centres = kmeans_plus_plus(rows, n_groups, np.random.default_rng(0))
+    for _ in range(iterations):
+        group = nearest(rows, centres)[0]
+        filled = np.unique(group)
+        centres = np.stack([rows[group == g].mean(axis=0) for g in filled]).astype(np.float32)
+    return np.unique(nearest(rows, centres)[0], return_inverse=True)[1]
+
+
+class _Centres:
+    """What the distances of one step need from the centres, computed once."""
+
+    def __init__(self, centres: np.ndarray, groups: _WordGroups, previous: np.ndarray | None):
+        self.centres = centres
+        self.sq = np.einsum("ij,ij->i", centres, centres, dtype=np.float64)
+        self.gap = _nearest_other_centre(centres)
+        self.drift = np.zeros(len(centres)) if previous is None else np.linalg.norm(
+            centres.astype(np.float64) - previous, axis=1)
+        # The fastest-moving words get exact distances from every row, so that they do
+        # not drag their groups' bounds down; the groups drop by their other words' drift.
+        fastest = np.argsort(-self.drift, kind="stable")[: int(FAST_SHARE * len(centres))]
+        self.fast = fastest[np.lexsort((fastest, groups.of_word[fastest]))]
+        self.fast_column = np.full(len(centres), -1)
+        self.fast_column[self.fast] = np.arange(len(self.fast))
+        fast_groups = groups.of_word[self.fast]
+        self.fast_group_starts = np.flatnonzero(np.r_[True, fast_groups[1:] != fast_groups[:-1]])[: len(self.fast)]
+        self.fast_group = fast_groups[self.fast_group_starts]
+        slow_drift = self.drift.copy()
+        slow_drift[self.fast] = 0.0
+        self.group_drift = np.maximum.reduceat(slow_drift[groups.order], groups.starts)
+        # Products take the centres in group order; -2 is exact: the product then
+        # holds -2 x.c, no extra pass.
+        self.grouped_minus_twice = -2.0 * centres[groups.order]
+        # Norms as `nearest` computes them (float32), so that full products give its bits.
+        sq32 = np.einsum("ij,ij->i", centres, centres)
+        self.grouped_sq = sq32[groups.order]
+        self.fast_minus_twice = self.grouped_minus_twice[groups.position_of_word[self.fast]]
+        self.fast_sq = sq32[self.fast]
+
+
+class _Lloyd:
+    """Lloyd's k-means steps, skipping the distances that bounds prove useless
+    (Yinyang k-means, Ding et al. 2015, after Hamerly 2010).
+
+    Each row keeps its word, an upper bound on its distance to it and, per
+    group of words, a lower bound on its distance to the group's other words.
+    When centres move, the bounds move by at most as much (triangle
+    inequality). A row whose bounds prove its word keeps it with no product
+    computed; otherwise its distance to its own word is recomputed (tightening
+    the upper bound), then its distances to the groups still unproven, as
+    matrix products over blocks of rows. (One lower bound for all words, as in
+    Hamerly's, proves almost nothing here: in 384 dimensions some centre
+    always moves far.)
+
+    Rounding: the float32 distances that plain Lloyd compares are within
+    `tolerance` of the exact ones, so bounds are widened by it and a word is
+    proven only with twice that to spare. A row whose computed distances come
+    that close (a near tie) gets all its distances from one product, as in
+    plain Lloyd, lowest index winning ties. So no row keeps or takes a word
+    that recomputing all its distances could change.
+    """
+
+    def __init__(self, sample: np.ndarray, k: int, pool: Executor | None):
+        self.sample, self.k, self.pool = sample, k, pool
+        self.sample_sq = np.einsum("ij,ij->i", sample, sample, dtype=np.float64)
+        # Worst-case float32 error of |x|^2 + |c|^2 - 2 x.c however it is summed (Higham's
+        # gamma: d products, each within d units of roundoff), as `nearest` computes it or
+        # as the products here do. Centres are means of rows or rows: none is longer than
+        # the longest row.
+        self.tolerance = (3 * sample.shape[1] + 8) * FLOAT32_ROUNDOFF * float(self.sample_sq.max())
+        self.labels = np.full(len(sample), -1, dtype=np.int32)
+        self.upper = np.full(len(sample), np.inf)
+        self.groups: _WordGroups | None = None  # with `lower`, from the first centres
+        self.lower = np.empty((0, 0), dtype=np.float32)
+        self.assigned_centres: np.ndarray | None = None
+
+    def step(self, centres: np.ndarray) -> _Step:
+        """Assign every row to its nearest centre; the new centres are the words' means."""
+        if self.groups is None:
+            self.groups = _WordGroups(centres, min(self.k, BOUND_GROUPS))
+            self.lower = np.zeros((len(self.sample), len(self.groups)), dtype=np.float32)
+        geometry = _Centres(centres, self.groups, self.assigned_centres)
+        if self.assigned_centres is None:
+            rows, assign = np.arange(len(self.sample)), self._assign_fully
+        else:
+            rows, assign = self._unproven(geometry), self._assign
+        previous_labels = self.labels[rows]
+        _run_blocks(lambda start: assign(rows[start : start + KMEANS_BLOCK_ROWS], geometry), len(rows), self.pool)
+        changed = int((self.labels[rows] != previous_labels).sum())
+        self.assigned_centres = centres
+        sums, counts = _word_sums(self.sample, self.labels, self.k, self.pool)
+        # Empty words need every row's distance, as `nearest` gives it (rare: one more pass).
+        means = _means(sums, counts, self.sample, lambda: nearest(self.sample, centres, pool=self.pool)[1])
+        return _Step(means, changed, len(rows), self._mean_squared_distance(centres, sums, counts))
+
+    def _unproven(self, geometry: _Centres) -> np.ndarray:
+        """Rows whose word the moved bounds do not prove, even after tightening the upper bound."""
+        def filter_block(start: int) -> np.ndarray:
+            rows = slice(start, start + KMEANS_BLOCK_ROWS)
+            self.upper[rows] += geometry.drift[self.labels[rows]]
+            self.lower[rows] = _round_down(self.lower[rows] - geometry.group_drift)
+            self._bound_fast_words(rows, geometry)
+            candidates = start + np.flatnonzero(~self._proven(rows, geometry.gap))
+            self.upper[candidates] = np.sqrt(self._own_word_sq(candidates, geometry) + self.tolerance)
+            return candidates[~self._proven(candidates, geometry.gap)]
+
+        return np.concatenate(list(_each_block(filter_block, len(self.sample), self.pool, KMEANS_BLOCK_ROWS)))
+
+    def _bound_fast_words(self, rows: slice, geometry: _Centres) -> None:
+        """Fold the exact distances to the fastest words (but the own word) into their groups' bounds."""
+        if len(geometry.fast) == 0:
+            return
+        scores = self.sample[rows] @ geometry.fast_minus_twice.T
+        scores += geometry.fast_sq
+        own_column = geometry.fast_column[self.labels[rows]]
+        mine = np.flatnonzero(own_column >= 0)
+        scores[mine, own_column[mine]] = np.inf
+        nearest_sq = np.minimum.reduceat(scores, geometry.fast_group_starts, axis=1) + self.sample_sq[rows][:, None]
+        fast_lower = np.sqrt(np.maximum(nearest_sq - self.tolerance, 0.0))
+        groups = geometry.fast_group
+        self.lower[rows, groups] = _round_down(np.minimum(self.lower[rows, groups], fast_lower))
+
+    def _group_lower(self, rows, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower bounds per group, upper bound) of the rows; every other word is also
+        at least its centre's gap to the nearest other centre, minus upper, away."""
+        upper = self.upper[rows]
+        lower = np.maximum(self.lower[rows], (gap[self.labels[rows]] - upper)[:, None])
+        return np.maximum(lower, 0.0), upper
+
+    def _proven(self, rows, gap: np.ndarray) -> np.ndarray:
+        lower, upper = self._group_lower(rows, gap)
+        return lower.min(axis=1) ** 2 - upper**2 > 2.0 * self.tolerance
+
+    def _unproven_groups(self, rows: np.ndarray, gap: np.ndarray) -> np.ndarray:
+        lower, upper = self._group_lower(rows, gap)
+        return lower**2 - (upper**2)[:, None] <= 2.0 * self.tolerance
+
+    def _own_word_sq(self, rows: np.ndarray, geometry: _Centres) -> np.ndarray:
+        """Squared distance of each row to its own word, by dot products."""
+        words = self.labels[rows]
+        dots = np.einsum("ij,ij->i", self.sample[rows], geometry.centres[words])
+        return np.maximum(self.sample_sq[rows] - 2.0 * dots + geometry.sq[words], 0.0)
+
+    def _assign(self, rows: np.ndarray, geometry: _Centres) -> None:
+        """Words and bounds of a block of unproven rows: by their unproven groups, or all
+        at once when these hold most words (one product is cheaper) or a tie is near."""
+        groups = self._unproven_groups(rows, geometry.gap)
+        by_groups = groups @ self.groups.sizes <= GROUPED_SHARE * self.k
+        near_ties = self._assign_by_groups(rows[by_groups], groups[by_groups], geometry)
+        self._assign_fully(np.concatenate([rows[~by_groups], near_ties]), geometry)
+
+    def _assign_fully(self, rows: np.ndarray, geometry: _Centres) -> None:
+        """Plain Lloyd for these rows: all distances, nearest word (ties: lowest index)."""
+        if len(rows) == 0:
+            return
+        if len(rows) == 1:  # a one-row product takes another BLAS path, with other bits
+            rows = np.repeat(rows, 2)
+        scores = self.sample[rows] @ geometry.grouped_minus_twice.T
+        scores += geometry.grouped_sq  # |x - c|^2 - |x|^2, words in group order
+        index = np.arange(len(rows))
+        positions = np.argmin(scores, axis=1)
+        best = scores[index, positions]
+        scores[index, positions] = np.inf
+        others = np.minimum.reduceat(scores, self.groups.starts, axis=1)
+        for row in np.flatnonzero(others.min(axis=1) == best):
+            # An exact tie: the lowest word wins, as in `nearest` (positions follow group order).
+            scores[row, positions[row]] = best[row]
+            positions[row] = self.groups.position_of_word[self.groups.order[scores[row] == best[row]].min()]
+            scores[row, positions[row]] = np.inf
+            others[row] = np.minimum.reduceat(scores[row], self.groups.starts)
+        words = self.groups.order[positions]
+        block_sq = self.sample_sq[rows]
+        others_sq = others + block_sq[:, None]
+        self._settle(rows, words, best + block_sq, np.sqrt(np.maximum(others_sq - self.tolerance, 0.0)))
+
+    def _assign_by_groups(self, rows: np.ndarray, groups: np.ndarray, geometry: _Centres) -> np.ndarray:
+        """Settle the rows whose nearest word wins by the margin among their unproven
+        groups and their own word; return the others (near ties)."""
+        own = self.labels[rows]
+        # One column per group, and a last one for the own word (left out of the products).
+        best_sq, best_words, second_sq = self._group_nearest(rows, groups, geometry)
+        best_sq = np.c_[best_sq, self.upper[rows] ** 2 - self.tolerance]
+        best_words = np.c_[best_words, own]
+        second_sq = np.c_[second_sq, np.full(len(rows), np.inf)]
+        index = np.arange(len(rows))
+        winner = np.argmin(best_sq, axis=1)
+        winner_sq = best_sq[index, winner]
+        others_sq = best_sq  # nearest word other than the winner, per column
+        others_sq[index, winner] = second_sq[index, winner]
+        settled = others_sq.min(axis=1) - winner_sq > 4.0 * self.tolerance
+        fresh = np.sqrt(np.maximum(others_sq - self.tolerance, 0.0))
+        lower = np.where(groups, fresh[:, :-1], self.lower[rows])
+        own_group = self.groups.of_word[own]
+        # An own word that lost is one of its group's other words now.
+        lower[index, own_group] = np.minimum(lower[index, own_group], fresh[:, -1])
+        self._settle(rows[settled], best_words[index, winner][settled], winner_sq[settled], lower[settled])
+        return rows[~settled]
+
+    def _group_nearest(self, rows: np.ndarray, groups: np.ndarray, geometry: _Centres):
+        """Per row and unproven group, but for the row's own word: squared distances of the
+        nearest and second nearest words, and the nearest word (inf: proven group).
+        One product per group."""
+        best_sq, second_sq = np.full(groups.shape, np.inf), np.full(groups.shape, np.inf)
+        best_words = np.zeros(groups.shape, dtype=np.int64)
+        own_position = self.groups.position_of_word[self.labels[rows]]
+        block, block_sq = self.sample[rows], self.sample_sq[rows]
+        for group in np.flatnonzero(groups.any(axis=0)):
+            members = np.flatnonzero(groups[:, group])
+            start, end = self.groups.starts[group], self.groups.ends[group]
+            scores = block[members] @ geometry.grouped_minus_twice[start:end].T
+            scores += geometry.grouped_sq[start:end]
+            own_at = own_position[members] - start
+            mine = np.flatnonzero((own_at >= 0) & (own_at < end - start))
+            scores[mine, own_at[mine]] = np.inf
+            index = np.arange(len(members))
+            nearest_here = np.argmin(scores, axis=1)
+            best_sq[members, group] = scores[index, nearest_here] + block_sq[members]
+            best_words[members, group] = self.groups.order[start + nearest_here]
+            scores[index, nearest_here] = np.inf
+            second_sq[members, group] = scores.min(axis=1) + block_sq[members]
+        return best_sq, best_words, second_sq
+
+    def _settle(self, rows: np.ndarray, words: np.ndarray, words_sq: np.ndarray, lower: np.ndarray) -> None:
+        self.labels[rows] = words
+        self.upper[rows] = np.sqrt(np.maximum(words_sq + self.tolerance, 0.0))
+        self.lower[rows] = _round_down(lower)
+
+    def _mean_squared_distance(self, centres: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> float:
+        """Mean of |x - c|^2 over rows and their words, from the word sums: sum |x|^2 - 2 c.S + n |c|^2."""
+        centres = centres.astype(np.float64)
+        total = (self.sample_sq.sum() - 2.0 * np.einsum("ij,ij->", centres, sums)
+                 + counts @ np.einsum("ij,ij->i", centres, centres))
+        return max(total, 0.0) / len(self.sample)
+
+
+def _word_sums(sample: np.ndarray, labels: np.ndarray, k: int, pool: Executor | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """float64 sum of each word's rows, and its row count.
+
+    Per block, each word's rows (in their order) are summed as numpy's add.reduceat
+    sums them (see _run_sums); blocks' sums are added in block order, so threads
+    change nothing. Linear in the sample: a one-hot product costs as much as the
+    distances.
+    """
     def block_sums(start: int) -> tuple[np.ndarray, np.ndarray]:
         block_labels = labels[start : start + BLOCK_ROWS]
         order = np.argsort(block_labels, kind="stable")
         ordered = block_labels[order]
         runs = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        rows = sample[start : start + BLOCK_ROWS][order].astype(np.float64)
-        return ordered[runs], np.add.reduceat(rows, runs, axis=0)
+        lengths = np.diff(np.r_[runs, len(ordered)])
+        return ordered[runs], _run_sums(sample[start : start + BLOCK_ROWS], order, runs, lengths)
 
     sums = np.zeros((k, sample.shape[1]), dtype=np.float64)
     for words, word_sums in _each_block(block_sums, len(sample), pool):
         sums[words] += word_sums
-    counts = np.bincount(labels, minlength=k)
+    return sums, np.bincount(labels, minlength=k)
+
+
+def _run_sums(rows: np.ndarray, order: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """float64 sum of each run rows[order[start : start + length]], bit for bit as
+    np.add.reduceat(rows[order], starts, axis=0) gives it: the first row plus the
+    pairwise sum of the others. Runs of one length are summed together, so the cost
+    is the additions, not a call per run and column."""
+    sums = np.empty((len(starts), rows.shape[1]))
+    for length in np.unique(lengths):
+        runs = np.flatnonzero(lengths == length)
+        members = rows[order[starts[runs, None] + np.arange(length)]].astype(np.float64)
+        sums[runs] = members[:, 0] if length == 1 else members[:, 0] + _pairwise_sum(members[:, 1:])
+    return sums
+
+
+def _pairwise_sum(values: np.ndarray) -> np.ndarray:
+    """Sums along axis 1 of (runs, n, columns) in numpy's pairwise order: a plain loop
+    from -0.0 below 8 terms, eight interleaved partial sums up to 128, halves above."""
+    n = values.shape[1]
+    if n < 8:
+        total = np.full((values.shape[0], values.shape[2]), -0.0)
+        for i in range(n):
+            total += values[:, i]
+        return total
+    if n <= 128:
+        partial = values[:, :8].copy()
+        whole = n - n % 8
+        for i in range(8, whole, 8):
+            partial += values[:, i : i + 8]
+        total = ((partial[:, 0] + partial[:, 1]) + (partial[:, 2] + partial[:, 3])) + (
+            (partial[:, 4] + partial[:, 5]) + (partial[:, 6] + partial[:, 7]))
+        for i in range(whole, n):
+            total += values[:, i]
+        return total
+    half = n // 2 - (n // 2) % 8
+    return _pairwise_sum(values[:, :half]) + _pairwise_sum(values[:, half:])
+
+
+def _means(sums: np.ndarray, counts: np.ndarray, sample: np.ndarray, distances) -> np.ndarray:
+    """The words' means; an empty word takes one of the worst-fitting rows
+    (`distances()`: each row's squared distance to its word; stable order)."""
     centres = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)
     empty = np.flatnonzero(counts == 0)
     if len(empty):
-        # Re-seed empty words with the worst-fitting descriptors (stable order: deterministic).
-        worst = np.argsort(-distances, kind="stable")[: len(empty)]
+        worst = np.argsort(-distances(), kind="stable")[: len(empty)]
         centres[empty] = sample[worst]
     return centres
+
+
+def _cluster_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int,
+                   pool: Executor | None = None) -> np.ndarray:
+    """New centres for these assignments, as plain Lloyd computes them."""
+    return _means(*_word_sums(sample, labels, k, pool), sample, lambda: distances)
+
+
+def _round_down(values: np.ndarray) -> np.ndarray:
+    """float32 no larger than the values: lower bounds stay bounds once stored."""
+    return np.nextafter(values.astype(np.float32), np.float32(-np.inf))
+
+
+def _nearest_other_centre(centres: np.ndarray) -> np.ndarray:
+    """Distance from each centre to its nearest other centre (float64: far more exact than the tolerance)."""
+    centres = centres.astype(np.float64)
+    squared = np.einsum("ij,ij->i", centres, centres)
+    between = squared[:, None] + squared[None, :] - 2.0 * (centres @ centres.T)
+    np.fill_diagonal(between, np.inf)
+    return np.sqrt(np.maximum(between.min(axis=1), 0.0))
+
+
+def _run_blocks(work, n_rows: int, pool: Executor | None, block_rows: int = KMEANS_BLOCK_ROWS) -> None:
+    for _ in _each_block(work, n_rows, pool, block_rows):
+        pass
 
 
 def pyramid_histogram(

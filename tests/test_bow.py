@@ -161,3 +161,40 @@ def test_codebook_is_the_same_bytes_on_one_or_three_threads():
     assert len(sample) > 2 * bow.BLOCK_ROWS
     one = bow.train_codebook(sample, 40, 5, seed=3, threads=1)
     assert one.tobytes() == bow.train_codebook(sample, 40, 5, seed=3, threads=3).tobytes()
+
+
+def plain_lloyd(sample: np.ndarray, k: int, iterations: int, seed: int) -> np.ndarray:
+    """Lloyd's algorithm with every distance computed, seeded as train_codebook seeds it."""
+    rng = np.random.default_rng(seed)
+    subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(20000, k)), replace=False))]
+    centres = bow.kmeans_plus_plus(subsample, k, rng)
+    labels = None
+    for _ in range(iterations):
+        new_labels, distances = bow.nearest(sample, centres)
+        if labels is not None and np.array_equal(new_labels, labels):
+            break
+        labels = new_labels
+        centres = bow._cluster_means(sample, labels, distances, k)
+    return centres
+
+
+@pytest.mark.parametrize("kind, k", [("opponentsift", 200), ("sift", 30)])
+def test_bounded_lloyd_gives_the_bytes_of_plain_lloyd(kind, k):
+    # The bounds skip distances but must never change an assignment, near ties included:
+    # any change would move the codebook and with it the words of every image.
+    sample = real_descriptors(12, kind)
+    bounded = bow.train_codebook(sample, k, 12, seed=4, threads=2)
+    assert bounded.tobytes() == plain_lloyd(sample, k, 12, seed=4).tobytes()
+
+
+def test_run_sums_are_numpys_reduceat_bit_for_bit():
+    rows = real_descriptors(2)[:3000].astype(np.float64)
+    rows[::7, ::3] = -0.0  # signed zeros follow numpy's summation too
+    sizes = [1, 2, 7, 8, 9, 15, 16, 17, 128, 129, 300, 1000]  # each branch of the pairwise sum
+    sizes.append(len(rows) - sum(sizes))
+    labels = np.random.default_rng(0).permutation(np.repeat(np.arange(len(sizes)), sizes))
+    order = np.argsort(labels, kind="stable")
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    lengths = np.array(sizes)
+    expected = np.add.reduceat(rows[order], starts, axis=0)
+    assert bow._run_sums(rows, order, starts, lengths).tobytes() == expected.tobytes()

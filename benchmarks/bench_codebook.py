@@ -1,0 +1,122 @@
+"""Codebook training at full scale: bounded Lloyd against plain Lloyd.
+
+    python3 benchmarks/bench_codebook.py [--rows 1250000] [--threads 2]
+
+The sample is OpponentSIFT descriptors (384-d) of the real photos in
+../shared/data/real, each also mirrored, until --rows (the full-size
+sample is 1.25 M). Both trainings run in fresh processes on --threads
+threads with 1,000 words and 20 iterations, the defaults; the script prints
+their CPU and wall time, peak memory, and whether the codebooks are the same
+bytes (they must be).
+"""
+
+from __future__ import annotations
+
+import os
+
+for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[variable] = "1"
+
+import argparse  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from common import SHARED, peak_rss_mb  # noqa: E402
+
+WORDS, ITERATIONS, SEED = 1000, 20, 1
+PHOTO_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp"}
+
+
+def write_sample(path: Path, n_rows: int) -> None:
+    import numpy as np
+
+    from annobench.decode import DecodeLimits, decode_image
+    from annobench.dsift import DsiftParams, describe
+    from annobench.resize import resize_area
+
+    real = SHARED / "data" / "real"
+    if not real.is_dir():
+        sys.exit(f"needs the real photos at {real} (../shared next to the checkout)")
+    parts, total = [], 0
+    for photo in sorted(p for p in real.rglob("*") if p.suffix.lower() in PHOTO_SUFFIXES):
+        try:
+            rgb = resize_area(decode_image(photo.read_bytes(), DecodeLimits(10**8, 64, 64)).pixels, 240)
+        except Exception:  # noqa: BLE001 - too small or unreadable: the sample takes the next photo
+            continue
+        for image in (rgb, np.ascontiguousarray(rgb[:, ::-1])):
+            parts.append(describe(image, "opponentsift", DsiftParams())[1])
+            total += len(parts[-1])
+        if total >= n_rows:
+            break
+    if total < n_rows:
+        sys.exit(f"the real photos give {total} descriptors, fewer than --rows {n_rows}")
+    np.save(path, np.concatenate(parts)[:n_rows])
+
+
+def plain_lloyd(sample, threads: int):
+    """Every distance of every step, as training computed them before the bounds."""
+    import contextlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from annobench import bow
+
+    rng = np.random.default_rng(SEED)
+    subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(20000, WORDS)), replace=False))]
+    centres = bow.kmeans_plus_plus(subsample, WORDS, rng)
+    labels = None
+    with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
+        for _ in range(ITERATIONS):
+            new_labels, distances = bow.nearest(sample, centres, pool=pool)
+            if labels is not None and np.array_equal(new_labels, labels):
+                break
+            labels = new_labels
+            centres = bow._cluster_means(sample, labels, distances, WORDS, pool)
+    return centres
+
+
+def child(method: str, sample_path: str, threads: int, out: str) -> None:
+    import numpy as np
+
+    from annobench import bow
+
+    sample = np.load(sample_path)
+    cpu, wall = time.process_time(), time.perf_counter()
+    if method == "plain":
+        codebook = plain_lloyd(sample, threads)
+    else:
+        codebook = bow.train_codebook(sample, WORDS, ITERATIONS, SEED, threads=threads)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    np.save(out, codebook)
+    print(f"{method:>7} Lloyd: {cpu:6.1f} CPU-s, {wall:6.1f} s wall, peak {peak_rss_mb():.0f} MiB", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_250_000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], args.threads, args.child[2])
+        return
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as work:
+        sample = Path(work) / "sample.npy"
+        write_sample(sample, args.rows)
+        print(f"sample: {args.rows} x 384 OpponentSIFT descriptors; {WORDS} words, {ITERATIONS} iterations, "
+              f"{args.threads} threads")
+        for method in ("plain", "bounded"):
+            subprocess.run([sys.executable, __file__, "--threads", str(args.threads), "--child", method, str(sample),
+                            str(Path(work) / f"{method}.npy")], check=True)
+        same = np.load(Path(work) / "plain.npy").tobytes() == np.load(Path(work) / "bounded.npy").tobytes()
+        print(f"codebooks the same bytes: {same}")
+
+
+if __name__ == "__main__":
+    main()
