@@ -102,18 +102,23 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], args.threads, args.child[2])
+        method, path, out = args.child
+        write_sample(Path(path), args.rows) if method == "sample" else child(method, path, args.threads, out)
         return
     import numpy as np
 
+    def run_child(method: str, sample: Path, out: str) -> None:
+        # Each step in its own process: Linux keeps a parent's peak memory across exec.
+        subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--threads", str(args.threads),
+                        "--child", method, str(sample), out], check=True)
+
     with tempfile.TemporaryDirectory() as work:
         sample = Path(work) / "sample.npy"
-        write_sample(sample, args.rows)
+        run_child("sample", sample, "")
         print(f"sample: {args.rows} x 384 OpponentSIFT descriptors; {WORDS} words, {ITERATIONS} iterations, "
               f"{args.threads} threads")
         for method in ("plain", "bounded"):
-            subprocess.run([sys.executable, __file__, "--threads", str(args.threads), "--child", method, str(sample),
-                            str(Path(work) / f"{method}.npy")], check=True)
+            run_child(method, sample, str(Path(work) / f"{method}.npy"))
         same = np.load(Path(work) / "plain.npy").tobytes() == np.load(Path(work) / "bounded.npy").tobytes()
         print(f"codebooks the same bytes: {same}")
 
