@@ -454,7 +454,22 @@ class Rows:
     total: int
 
 
-def group_by_image(table: pa.Table | None, order: list[tuple[str, str]], cap: int | None = None) -> dict[str, Rows]:
+class GroupedRows:
+    """Each image's rows of a table, kept in Arrow and made Python rows only when
+    its page asks: a shard's relations as Python dicts would take a gigabyte."""
+
+    def __init__(self, shown: pa.Table, groups: dict[str, tuple[int, int, int]]):
+        self.shown, self.groups = shown, groups
+
+    def get(self, image_id: str, default: Rows | None = None) -> Rows | None:
+        if image_id not in self.groups:
+            return default
+        first, n, count = self.groups[image_id]
+        return Rows(self.shown.slice(first, n).to_pylist(), count)
+
+
+def group_by_image(table: pa.Table | None, order: list[tuple[str, str]], cap: int | None = None
+                   ) -> dict[str, Rows] | GroupedRows:
     """Rows grouped by image_id, each group sorted by `order` and cut at `cap`."""
     if table is None or table.num_rows == 0:
         return {}
@@ -465,12 +480,11 @@ def group_by_image(table: pa.Table | None, order: list[tuple[str, str]], cap: in
     starts = np.concatenate([[0], ends[:-1]])
     counts = ends - starts
     shown = counts if cap is None else np.minimum(counts, cap)
-    # One conversion to Python for the rows shown of every image, then cut into groups.
     first_shown = np.cumsum(shown) - shown
     take = np.repeat(starts, shown) + np.arange(int(shown.sum())) - np.repeat(first_shown, shown)
-    rows = table.take(pa.array(take)).to_pylist()
-    return {image_id: Rows(rows[first:first + n], int(count)) for image_id, first, n, count
-            in zip(runs.values.to_pylist(), first_shown.tolist(), shown.tolist(), counts.tolist())}
+    return GroupedRows(table.take(pa.array(take)), {
+        image_id: (first, n, count) for image_id, first, n, count
+        in zip(runs.values.to_pylist(), first_shown.tolist(), shown.tolist(), counts.tolist())})
 
 
 # ---------------------------------------------------------------- colours and overlays
