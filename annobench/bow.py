@@ -455,7 +455,8 @@ def _run_sums(rows: np.ndarray, order: np.ndarray, starts: np.ndarray, lengths: 
     sums = np.empty((len(starts), rows.shape[1]))
     for length in np.unique(lengths):
         runs = np.flatnonzero(lengths == length)
-        members = rows[order[starts[runs, None] + np.arange(length)]].astype(np.float64)
+        # float32 rows: each addition widens them to float64 exactly, with no float64 copy.
+        members = rows[order[starts[runs, None] + np.arange(length)]]
         sums[runs] = members[:, 0] if length == 1 else members[:, 0] + _pairwise_sum(members[:, 1:])
     return sums
 
@@ -470,7 +471,7 @@ def _pairwise_sum(values: np.ndarray) -> np.ndarray:
             total += values[:, i]
         return total
     if n <= 128:
-        partial = values[:, :8].copy()
+        partial = values[:, :8].astype(np.float64)
         whole = n - n % 8
         for i in range(8, whole, 8):
             partial += values[:, i : i + 8]
