@@ -119,7 +119,9 @@ def train_codebook(
     """k-means (Lloyd) on the sample, seeded by k-means++ on a subsample of it.
 
     Lloyd's steps skip the distances that Hamerly's bounds prove useless (see
-    _Lloyd): the same assignments as recomputing them all, several times faster.
+    _Lloyd): the assignments of recomputing them all, each row to its nearest
+    word by exact distance (float32 where it decides, float64 where rounding
+    could), faster.
     Memory is a few blocks of KMEANS_BLOCK_ROWS x k and a few numbers per
     descriptor besides the sample itself. The steps run on `threads` threads
     over fixed blocks; the codebook is the same bytes for any number of threads.
@@ -243,12 +245,13 @@ class _Lloyd:
     Hamerly's, proves almost nothing here: in 384 dimensions some centre
     always moves far.)
 
-    Rounding: the float32 distances that plain Lloyd compares are within
-    `tolerance` of the exact ones, so bounds are widened by it and a word is
-    proven only with twice that to spare. A row whose computed distances come
-    that close (a near tie) gets all its distances from one product, as in
-    plain Lloyd, lowest index winning ties. So no row keeps or takes a word
-    that recomputing all its distances could change.
+    Rounding: float32 distances are within `tolerance` of the exact ones, so
+    bounds are widened by it and a word is proven only with twice that to
+    spare. A row whose computed distances come that close (a near tie) gets
+    all its distances from one product, and the words within rounding of the
+    nearest are ordered by float64 distances, lowest index winning ties. So
+    every row takes the word nearest by exact distance, whatever block,
+    thread or BLAS kernel computed it: the steps are exact Lloyd's.
     """
 
     def __init__(self, sample: np.ndarray, k: int, pool: Executor | None):
@@ -341,11 +344,9 @@ class _Lloyd:
         self._assign_fully(np.concatenate([rows[~by_groups], near_ties]), geometry)
 
     def _assign_fully(self, rows: np.ndarray, geometry: _Centres) -> None:
-        """Plain Lloyd for these rows: all distances, nearest word (ties: lowest index)."""
+        """All distances for these rows; nearest word, exactly (see _exact_nearest)."""
         if len(rows) == 0:
             return
-        if len(rows) == 1:  # a one-row product takes another BLAS path, with other bits
-            rows = np.repeat(rows, 2)
         scores = self.sample[rows] @ geometry.grouped_minus_twice.T
         scores += geometry.grouped_sq  # |x - c|^2 - |x|^2, words in group order
         index = np.arange(len(rows))
@@ -353,10 +354,13 @@ class _Lloyd:
         best = scores[index, positions]
         scores[index, positions] = np.inf
         others = np.minimum.reduceat(scores, self.groups.starts, axis=1)
-        for row in np.flatnonzero(others.min(axis=1) == best):
-            # An exact tie: the lowest word wins, as in `nearest` (positions follow group order).
+        for row in np.flatnonzero(others.min(axis=1) <= best + 2.0 * self.tolerance):
+            # float32 cannot order these words: their exact distances decide.
             scores[row, positions[row]] = best[row]
-            positions[row] = self.groups.position_of_word[self.groups.order[scores[row] == best[row]].min()]
+            candidates = np.flatnonzero(scores[row] <= best[row] + 2.0 * self.tolerance)
+            winner = _exact_nearest(self.sample[rows[row]], geometry.centres, self.groups.order[candidates])
+            positions[row] = self.groups.position_of_word[winner]
+            best[row] = scores[row, positions[row]]
             scores[row, positions[row]] = np.inf
             others[row] = np.minimum.reduceat(scores[row], self.groups.starts)
         words = self.groups.order[positions]
@@ -422,6 +426,16 @@ class _Lloyd:
         total = (self.sample_sq.sum() - 2.0 * np.einsum("ij,ij->", centres, sums)
                  + counts @ np.einsum("ij,ij->i", centres, centres))
         return max(total, 0.0) / len(self.sample)
+
+
+def _exact_nearest(row: np.ndarray, centres: np.ndarray, words: np.ndarray) -> int:
+    """The word nearest the row by float64 distances (ties: lowest index). Only for
+    words whose float32 distances come within rounding of each other: which of them
+    float32 calls nearest depends on how BLAS splits the product (the row's place in
+    it, its size), so that choice would not be the same on every machine or block."""
+    words = np.sort(words)
+    distances = ((centres[words].astype(np.float64) - row.astype(np.float64)) ** 2).sum(axis=1)
+    return int(words[np.argmin(distances)])
 
 
 def _word_sums(sample: np.ndarray, labels: np.ndarray, k: int, pool: Executor | None = None
@@ -497,7 +511,7 @@ def _means(sums: np.ndarray, counts: np.ndarray, sample: np.ndarray, distances) 
 
 def _cluster_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int,
                    pool: Executor | None = None) -> np.ndarray:
-    """New centres for these assignments, as plain Lloyd computes them."""
+    """New centres for these assignments (the means training computes)."""
     return _means(*_word_sums(sample, labels, k, pool), sample, lambda: distances)
 
 

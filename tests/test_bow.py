@@ -163,28 +163,48 @@ def test_codebook_is_the_same_bytes_on_one_or_three_threads():
     assert one.tobytes() == bow.train_codebook(sample, 40, 5, seed=3, threads=3).tobytes()
 
 
-def plain_lloyd(sample: np.ndarray, k: int, iterations: int, seed: int) -> np.ndarray:
-    """Lloyd's algorithm with every distance computed, seeded as train_codebook seeds it."""
+def exact_lloyd(sample: np.ndarray, k: int, iterations: int, seed: int) -> np.ndarray:
+    """Lloyd's algorithm with every distance in float64 (ties: lowest index), seeded as
+    train_codebook seeds it."""
     rng = np.random.default_rng(seed)
     subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(20000, k)), replace=False))]
     centres = bow.kmeans_plus_plus(subsample, k, rng)
+    rows = sample.astype(np.float64)
+    rows_sq = np.einsum("ij,ij->i", rows, rows)
     labels = None
     for _ in range(iterations):
-        new_labels, distances = bow.nearest(sample, centres)
+        words = centres.astype(np.float64)
+        distances = rows_sq[:, None] - 2.0 * rows @ words.T + np.einsum("ij,ij->i", words, words)
+        new_labels = np.argmin(distances, axis=1)
         if labels is not None and np.array_equal(new_labels, labels):
             break
         labels = new_labels
-        centres = bow._cluster_means(sample, labels, distances, k)
+        # An empty word takes the worst-fitting rows by float32 distance, as training does.
+        centres = bow._cluster_means(sample, labels, bow.nearest(sample, centres)[1], k)
     return centres
 
 
 @pytest.mark.parametrize("kind, k", [("opponentsift", 200), ("sift", 30)])
-def test_bounded_lloyd_gives_the_bytes_of_plain_lloyd(kind, k):
+def test_bounded_lloyd_gives_the_bytes_of_exact_lloyd(kind, k):
     # The bounds skip distances but must never change an assignment, near ties included:
     # any change would move the codebook and with it the words of every image.
     sample = real_descriptors(12, kind)
     bounded = bow.train_codebook(sample, k, 12, seed=4, threads=2)
-    assert bounded.tobytes() == plain_lloyd(sample, k, 12, seed=4).tobytes()
+    assert bounded.tobytes() == exact_lloyd(sample, k, 12, seed=4).tobytes()
+
+
+def test_near_ties_go_to_the_exactly_nearest_word():
+    # Two words a float32 rounding apart from a row: the float64 distance decides,
+    # not whichever the product's rounding favours.
+    row = real_descriptors(1)[:1]
+    step = np.zeros_like(row)
+    step[0, 0] = 2.0**-20  # far below float32's resolution of |x - c|^2 near |x|^2
+    centres = np.concatenate([row + 4 * step, row + step, row + 9 * step]).astype(np.float32)
+    lloyd = bow._Lloyd(np.repeat(row, 3, axis=0), 3, None)
+    lloyd.groups = bow._WordGroups(centres, 1)
+    lloyd.lower = np.zeros((3, 1), dtype=np.float32)
+    lloyd._assign_fully(np.arange(3), bow._Centres(centres, lloyd.groups, None))
+    assert lloyd.labels.tolist() == [1, 1, 1]
 
 
 def test_run_sums_are_numpys_reduceat_bit_for_bit():
