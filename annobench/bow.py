@@ -118,8 +118,8 @@ def train_codebook(
 ) -> np.ndarray:
     """k-means (Lloyd) on the sample, seeded by k-means++ on a subsample of it.
 
-    Lloyd's steps skip the distances that Hamerly's bounds prove useless (see
-    _Lloyd): the assignments of recomputing them all, each row to its nearest
+    Lloyd's steps skip the distances that bounds prove useless (see _Lloyd):
+    the assignments of recomputing them all, each row to its nearest
     word by exact distance (float32 where it decides, float64 where rounding
     could), faster.
     Memory is a few blocks of KMEANS_BLOCK_ROWS x k and a few numbers per
@@ -132,9 +132,7 @@ def train_codebook(
             f"{len(sample)} sampled descriptors cannot make {k} words: lower features.bow.words "
             "(the collection is too small for this codebook)"
         )
-    rng = np.random.default_rng(seed)
-    subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(init_size, k)), replace=False))]
-    centres = kmeans_plus_plus(subsample, k, rng)
+    centres = seed_centres(sample, k, seed, init_size)
     with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
         lloyd = _Lloyd(sample, k, pool)
         for iteration in range(iterations):
@@ -146,6 +144,13 @@ def train_codebook(
             if step.changed == 0:
                 break
     return centres
+
+
+def seed_centres(sample: np.ndarray, k: int, seed: int, init_size: int = 20000) -> np.ndarray:
+    """Training's first centres: k-means++ on a seeded subsample of init_size rows."""
+    rng = np.random.default_rng(seed)
+    subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(init_size, k)), replace=False))]
+    return kmeans_plus_plus(subsample, k, rng)
 
 
 # Rows per block of k-means work: the 4096 x k float32 distances of a block
@@ -224,8 +229,7 @@ class _Centres:
         # Products take the centres in group order; -2 is exact: the product then
         # holds -2 x.c, no extra pass.
         self.grouped_minus_twice = -2.0 * centres[groups.order]
-        # Norms as `nearest` computes them (float32), so that full products give its bits.
-        sq32 = np.einsum("ij,ij->i", centres, centres)
+        sq32 = self.sq.astype(np.float32)
         self.grouped_sq = sq32[groups.order]
         self.fast_minus_twice = self.grouped_minus_twice[groups.position_of_word[self.fast]]
         self.fast_sq = sq32[self.fast]

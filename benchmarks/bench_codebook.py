@@ -74,9 +74,7 @@ def plain_lloyd(sample, threads: int):
 
     from annobench import bow
 
-    rng = np.random.default_rng(SEED)
-    subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(20000, WORDS)), replace=False))]
-    centres = bow.kmeans_plus_plus(subsample, WORDS, rng)
+    centres = bow.seed_centres(sample, WORDS, SEED)
     labels = None
     with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
         for _ in range(ITERATIONS):

@@ -8,7 +8,8 @@ and float vector columns, the largest difference per element (and in L1 per row 
 bags of words); whether stored images and codebooks are the same bytes; and
 the share of dense-SIFT descriptors of the stored images that each build's
 codebook assigns to the same word. Exit status 1 when a table differs in
-anything but float rounding within --tolerance.
+anything but float rounding within --tolerance, or a bag-of-words vector by
+more than --bow-l1 in L1.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def vector_difference(a: pa.ChunkedArray, b: pa.ChunkedArray) -> tuple[float, fl
     return float(difference.max(initial=0.0)), float(difference.sum(axis=1).max(initial=0.0))
 
 
-def compare_table(name: str, a: pa.Table, b: pa.Table, tolerance: float) -> bool:
+def compare_table(name: str, a: pa.Table, b: pa.Table, tolerance: float, bow_l1: float) -> bool:
     if a.column_names != b.column_names or a.num_rows != b.num_rows:
         print(f"{name}: DIFFERENT shape ({a.num_rows} vs {b.num_rows} rows; columns {a.column_names} vs {b.column_names})")
         return False
@@ -53,7 +54,7 @@ def compare_table(name: str, a: pa.Table, b: pa.Table, tolerance: float) -> bool
             if pa.types.is_floating(kind.value_type):
                 element, l1 = vector_difference(left, right)
                 notes.append(f"{column} max |diff| {element:.2e}, max L1 per row {l1:.2e}")
-                ok &= element <= tolerance or name.startswith("bow_")
+                ok &= l1 <= bow_l1 if name.startswith("bow_") else element <= tolerance
                 continue
         if pa.types.is_floating(kind) and left.null_count == right.null_count == 0:
             element = float(np.abs(left.to_numpy() - right.to_numpy()).max(initial=0.0))
@@ -97,6 +98,7 @@ def main() -> None:
     parser.add_argument("build_a", type=Path)
     parser.add_argument("build_b", type=Path)
     parser.add_argument("--tolerance", type=float, default=1e-6, help="largest element difference of float vectors")
+    parser.add_argument("--bow-l1", type=float, default=1e-3, help="largest L1 difference of a bag-of-words vector")
     args = parser.parse_args()
     ok = True
     for folder in sorted(p for p in (args.build_a / "tables").iterdir() if p.is_dir()):
@@ -104,7 +106,7 @@ def main() -> None:
         if not other.is_dir():
             print(f"{folder.name}: only in {args.build_a}")
             continue
-        ok &= compare_table(folder.name, read_rows(folder), read_rows(other), args.tolerance)
+        ok &= compare_table(folder.name, read_rows(folder), read_rows(other), args.tolerance, args.bow_l1)
     images = read_rows(args.build_a / "tables" / "images")["resized_path"].to_pylist()
     images_b = read_rows(args.build_b / "tables" / "images")["resized_path"].to_pylist()
     same_images = images == images_b and file_digests(args.build_a, images) == file_digests(args.build_b, images_b)

@@ -166,9 +166,7 @@ def test_codebook_is_the_same_bytes_on_one_or_three_threads():
 def exact_lloyd(sample: np.ndarray, k: int, iterations: int, seed: int) -> np.ndarray:
     """Lloyd's algorithm with every distance in float64 (ties: lowest index), seeded as
     train_codebook seeds it."""
-    rng = np.random.default_rng(seed)
-    subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(20000, k)), replace=False))]
-    centres = bow.kmeans_plus_plus(subsample, k, rng)
+    centres = bow.seed_centres(sample, k, seed)
     rows = sample.astype(np.float64)
     rows_sq = np.einsum("ij,ij->i", rows, rows)
     labels = None
