@@ -261,11 +261,8 @@ class _Lloyd:
     def __init__(self, sample: np.ndarray, k: int, pool: Executor | None):
         self.sample, self.k, self.pool = sample, k, pool
         self.sample_sq = np.einsum("ij,ij->i", sample, sample, dtype=np.float64)
-        # Worst-case float32 error of |x|^2 + |c|^2 - 2 x.c however it is summed (Higham's
-        # gamma: d products, each within d units of roundoff), as `nearest` computes it or
-        # as the products here do. Centres are means of rows or rows: none is longer than
-        # the longest row.
-        self.tolerance = (3 * sample.shape[1] + 8) * FLOAT32_ROUNDOFF * float(self.sample_sq.max())
+        # Centres are means of rows or rows: none is longer than the longest row.
+        self.tolerance = float32_tolerance(sample.shape[1], float(self.sample_sq.max()))
         self.labels = np.full(len(sample), -1, dtype=np.int32)
         self.upper = np.full(len(sample), np.inf)
         self.groups: _WordGroups | None = None  # with `lower`, from the first centres
@@ -430,6 +427,26 @@ class _Lloyd:
         total = (self.sample_sq.sum() - 2.0 * np.einsum("ij,ij->", centres, sums)
                  + counts @ np.einsum("ij,ij->i", centres, centres))
         return max(total, 0.0) / len(self.sample)
+
+
+def float32_tolerance(dimension: int, longest_sq: float) -> float:
+    """Worst-case error of a float32 |x - c|^2 - |x|^2 = |c|^2 - 2 x.c, however BLAS sums it,
+    for |x|^2 and |c|^2 at most `longest_sq` (Higham's gamma: d products, each within d
+    units of roundoff, and the norms' own rounding)."""
+    return (3 * dimension + 8) * FLOAT32_ROUNDOFF * longest_sq
+
+
+def settle_near_ties(scores: np.ndarray, words: np.ndarray, rows: np.ndarray, centres: np.ndarray,
+                     tolerance: float) -> np.ndarray:
+    """The words, but where float32 scores (|x - c|^2 - |x|^2, within `tolerance` of exact)
+    put another word within rounding of the chosen one, the float64-nearest of those words.
+    Any word exactly nearer than the chosen one scores within 2 tolerance of it, so the
+    result is the exactly nearest word, whatever rounding BLAS gave the scores."""
+    chosen = scores[np.arange(len(words)), words]
+    within = scores <= (chosen + 2.0 * tolerance)[:, None]
+    for row in np.flatnonzero(np.count_nonzero(within, axis=1) > 1):
+        words[row] = _exact_nearest(rows[row], centres, np.flatnonzero(within[row]))
+    return words
 
 
 def _exact_nearest(row: np.ndarray, centres: np.ndarray, words: np.ndarray) -> int:

@@ -166,18 +166,27 @@ def read_codebook(path: Path | str) -> np.ndarray:
 
 class WordAssigner:
     """Nearest word of each descriptor by one float32 product with the codebook prepared once:
-    [x, 1] . [-2 c; |c|^2] = |x - c|^2 - |x|^2, so the argmin needs no other pass over the scores."""
+    [x, 1] . [-2 c; |c|^2] = |x - c|^2 - |x|^2, so the argmin needs no other pass over the scores.
+    Near ties are ordered by float64 distances (bow.settle_near_ties): float32's choice there
+    depends on how BLAS splits the product, so it could differ between machines."""
 
     def __init__(self, codebook: np.ndarray):
         squared_norms = np.einsum("ij,ij->i", codebook, codebook)
+        self.codebook = codebook
         self.words = len(codebook)
+        self.longest_word_sq = float(squared_norms.max())
         self.prepared = np.ascontiguousarray(np.vstack([-2.0 * codebook.T, squared_norms[None, :]]), dtype=np.float32)
 
     def __call__(self, descriptors: np.ndarray) -> np.ndarray:
         augmented = np.empty((len(descriptors), descriptors.shape[1] + 1), dtype=np.float32)
         augmented[:, :-1] = descriptors
         augmented[:, -1] = 1.0
-        return np.argmin(augmented @ self.prepared, axis=1)
+        scores = augmented @ self.prepared
+        if len(descriptors) == 0:
+            return np.argmin(scores, axis=1)
+        longest_sq = max(self.longest_word_sq, float(np.einsum("ij,ij->i", descriptors, descriptors).max()))
+        tolerance = bow.float32_tolerance(descriptors.shape[1] + 1, longest_sq)
+        return bow.settle_near_ties(scores, np.argmin(scores, axis=1), descriptors, self.codebook, tolerance)
 
 
 def encode_image(rgb: np.ndarray, kind: str, params: dsift.DsiftParams, codebook: np.ndarray,

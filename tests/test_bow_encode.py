@@ -55,8 +55,19 @@ def test_word_assignment_equals_the_brute_force_nearest_word_on_real_descriptors
     codebook = descriptors[np.random.default_rng(0).choice(len(descriptors), 200, replace=False)] + 0.01
     distances = ((descriptors[:, None, :].astype(np.float64) - codebook[None, :, :]) ** 2).sum(axis=2)
     brute = np.argmin(distances, axis=1)
-    words = WordAssigner(codebook)(descriptors)
-    # Exact but for near ties, which float32 may break either way.
-    sorted_distances = np.sort(distances, axis=1)
-    clear = sorted_distances[:, 1] - sorted_distances[:, 0] > 1e-4
-    assert clear.mean() > 0.99 and np.array_equal(words[clear], brute[clear])
+    assert np.array_equal(WordAssigner(codebook)(descriptors), brute)
+
+
+def test_near_ties_go_to_the_exactly_nearest_word_whatever_the_rows_beside_them():
+    # Words a float32 rounding apart: the float64 distance decides, not the product's
+    # rounding, which depends on where the row sits in the product and on the CPU.
+    rgb = resize_area(decode_image(bsds_photos(1)[0].read_bytes(), DecodeLimits(10**8, 32, 32)).pixels, 240)
+    descriptors = describe(rgb, "sift", DsiftParams())[1]
+    row = descriptors[descriptors.sum(axis=1) > 0][:1]
+    step = np.zeros_like(row)
+    step[0, 5] = 2.0**-20  # far below float32's resolution of |x - c|^2 near |x|^2
+    codebook = np.concatenate([row + 4 * step, descriptors[-1:] + 0.5, row + step, row + 9 * step])
+    assign = WordAssigner(codebook.astype(np.float32))
+    for count in (1, 7, 300):
+        batch = np.concatenate([descriptors[:count - 1], row]) if count > 1 else row
+        assert assign(batch)[-1] == 2, count
