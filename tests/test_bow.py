@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -216,3 +220,42 @@ def test_run_sums_are_numpys_reduceat_bit_for_bit():
     lengths = np.array(sizes)
     expected = np.add.reduceat(rows[order], starts, axis=0)
     assert bow._run_sums(rows, order, starts, lengths).tobytes() == expected.tobytes()
+
+
+BLAS_KERNEL_RUN = """
+import sys
+import numpy as np
+from annobench import bow
+from annobench.bow_stages import WordAssigner
+sample = np.load(sys.argv[1])
+codebook = bow.train_codebook(sample, 200, 12, seed=4)
+np.savez(sys.argv[2], codebook=codebook, words=WordAssigner(codebook)(sample), product=sample @ codebook.T)
+"""
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return set()
+    return set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+
+
+def test_codebook_and_words_are_the_same_bytes_under_other_blas_kernels(tmp_path):
+    # OpenBLAS picks its kernel by CPU; OPENBLAS_CORETYPE makes this machine use another
+    # CPU's. Their float32 products differ in the last bits, which must change no word.
+    if not {"avx", "avx2", "fma"} <= _cpu_flags():
+        pytest.skip("needs an x86-64 CPU with AVX2 to run OpenBLAS's Haswell and Sandybridge kernels")
+    np.save(tmp_path / "sample.npy", real_descriptors(12, "opponentsift"))
+    runs = {}
+    for kernel in ("Haswell", "Sandybridge"):
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "OPENBLAS_NUM_THREADS": "1",
+               "PYTHONPATH": str(Path(bow.__file__).parents[1])}
+        subprocess.run([sys.executable, "-c", BLAS_KERNEL_RUN, str(tmp_path / "sample.npy"), str(tmp_path / kernel)],
+                       env=env, check=True)
+        runs[kernel] = np.load(tmp_path / f"{kernel}.npz")
+    haswell, sandybridge = runs["Haswell"], runs["Sandybridge"]
+    if haswell["product"].tobytes() == sandybridge["product"].tobytes():
+        pytest.skip("this numpy's BLAS ignores OPENBLAS_CORETYPE: both runs used one kernel")
+    assert haswell["codebook"].tobytes() == sandybridge["codebook"].tobytes()
+    assert np.array_equal(haswell["words"], sandybridge["words"])
