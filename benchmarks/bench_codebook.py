@@ -17,6 +17,14 @@ The script prints their CPU and wall time and peak memory, whether the
 bounded and exact codebooks are the same bytes (they must be), and the
 share of the sample's descriptors that the plain and bounded codebooks
 assign to the same word.
+
+    python3 benchmarks/bench_codebook.py --rows 180000 --kernels Haswell,Sandybridge,SkylakeX
+
+instead trains plain and bounded codebooks under each OpenBLAS kernel
+(OPENBLAS_CORETYPE: this machine computes as those CPUs would) and prints,
+per method, whether each kernel's codebook is the first kernel's bytes and
+the share of the sample given the same word (the kernels must be ones this
+CPU can run).
 """
 
 from __future__ import annotations
@@ -122,16 +130,18 @@ def child(method: str, sample_path: str, threads: int, out: str) -> None:
     print(f"{method:>7} Lloyd: {cpu:6.1f} CPU-s, {wall:6.1f} s wall, peak {peak_rss_mb():.0f} MiB", flush=True)
 
 
-def same_words(sample_path: Path, codebook: dict) -> float:
+def same_words(sample_path: Path, first, second) -> float:
+    """Share of the sample's descriptors that the two codebooks give the same word."""
     import numpy as np
 
-    from annobench import bow
+    from annobench.bow_stages import WordAssigner
 
     sample = np.load(sample_path, mmap_mode="r")
+    assign_first, assign_second = WordAssigner(first), WordAssigner(second)
     same = 0
     for start in range(0, len(sample), 100_000):
         part = np.ascontiguousarray(sample[start : start + 100_000])
-        same += int((bow.nearest(part, codebook["plain"])[0] == bow.nearest(part, codebook["bounded"])[0]).sum())
+        same += int((assign_first(part) == assign_second(part)).sum())
     return same / len(sample)
 
 
@@ -140,6 +150,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_250_000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sample", type=Path, help="a sample saved by an earlier run (.npy), instead of a new one")
+    parser.add_argument("--kernels", help="comma-separated OpenBLAS kernels: compare codebooks across them instead")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -148,10 +159,11 @@ def main() -> None:
         return
     import numpy as np
 
-    def run_child(method: str, sample: Path, out: str) -> None:
+    def run_child(method: str, sample: Path, out: str, kernel: str | None = None) -> None:
         # Each step in its own process: Linux keeps a parent's peak memory across exec.
+        env = {**os.environ, **({"OPENBLAS_CORETYPE": kernel} if kernel else {})}
         subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--threads", str(args.threads),
-                        "--child", method, str(sample), out], check=True)
+                        "--child", method, str(sample), out], check=True, env=env)
 
     with tempfile.TemporaryDirectory() as work:
         sample = args.sample or Path(work) / "sample.npy"
@@ -159,11 +171,29 @@ def main() -> None:
             run_child("sample", sample, "")
         print(f"sample: {args.rows} x 384 OpponentSIFT descriptors; {WORDS} words, {ITERATIONS} iterations, "
               f"{args.threads} threads")
+        if args.kernels:
+            compare_kernels(args.kernels.split(","), sample, Path(work), run_child)
+            return
         for method in ("plain", "exact", "bounded"):
             run_child(method, sample, str(Path(work) / f"{method}.npy"))
         codebook = {method: np.load(Path(work) / f"{method}.npy") for method in ("plain", "exact", "bounded")}
         print(f"bounded and exact codebooks the same bytes: {codebook['exact'].tobytes() == codebook['bounded'].tobytes()}")
-        print(f"descriptors given the same word by the plain and bounded codebooks: {same_words(sample, codebook):.4%}")
+        print("descriptors given the same word by the plain and bounded codebooks: "
+              f"{same_words(sample, codebook['plain'], codebook['bounded']):.4%}")
+
+
+def compare_kernels(kernels: list[str], sample: Path, work: Path, run_child) -> None:
+    """Plain and bounded codebooks under each kernel, against the first kernel's."""
+    import numpy as np
+
+    for method in ("plain", "bounded"):
+        for kernel in kernels:
+            run_child(method, sample, str(work / f"{method}-{kernel}.npy"), kernel)
+        first = np.load(work / f"{method}-{kernels[0]}.npy")
+        for kernel in kernels[1:]:
+            other = np.load(work / f"{method}-{kernel}.npy")
+            print(f"{method:>7}: {kernel} against {kernels[0]}: same bytes {first.tobytes() == other.tobytes()}, "
+                  f"same word for {same_words(sample, first, other):.4%} of the sample")
 
 
 if __name__ == "__main__":
