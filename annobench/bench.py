@@ -48,6 +48,7 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
     options = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", str(cores),
                "--configfile", str(workdir / "config.yaml"), "--quiet", "all"]
     codebooks = _codebook_targets()
+    speeds = [machine_speed()]
     walls = {}
     for step, targets in (("ingest, samples, codebooks", codebooks), ("everything else", ["all"])):
         started = time.perf_counter()
@@ -56,7 +57,33 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
         if result.returncode:
             raise RuntimeError(f"snakemake failed in step '{step}':\n{result.stdout[-4000:]}")
         walls[step] = time.perf_counter() - started
-    return summarise(workdir / "out", n_images, cores, walls, out, images_per_shard)
+    speeds.append(machine_speed())
+    summary = summarise(workdir / "out", n_images, cores, walls, out, images_per_shard)
+    print("machine speed before / after the builds (one core): float32 product "
+          + " / ".join(f"{speed['gemm_gflops']:.0f}" for speed in speeds) + " GFLOP/s, 256x256 FFT forth and back "
+          + " / ".join(f"{speed['fft_ms']:.2f}" for speed in speeds) + " ms", file=out)
+    return {**summary, "machine_speed": speeds}
+
+
+def machine_speed(repeats: int = 7) -> dict:
+    """How fast this core runs now, so that figures from different hours compare: the best
+    of `repeats` float32 products the size of one image's word assignment (2,048 x 384 by
+    384 x 1,000), and of 256x256 real FFTs forth and back (GIST's work)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    descriptors = rng.random((2048, 384), dtype=np.float32)
+    codebook = rng.random((384, 1000), dtype=np.float32)
+    image = rng.random((256, 256))
+    gemm = min(_seconds(lambda: descriptors @ codebook) for _ in range(repeats))
+    fft = min(_seconds(lambda: np.fft.irfft2(np.fft.rfft2(image), image.shape)) for _ in range(repeats))
+    return {"gemm_gflops": 2 * descriptors.size * codebook.shape[1] / gemm / 1e9, "fft_ms": 1000 * fft}
+
+
+def _seconds(work) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
 
 
 def _codebook_targets() -> list[str]:
