@@ -345,25 +345,18 @@ class _Lloyd:
         self._assign_fully(np.concatenate([rows[~by_groups], near_ties]), geometry)
 
     def _assign_fully(self, rows: np.ndarray, geometry: _Centres) -> None:
-        """All distances for these rows; nearest word, exactly (see _exact_nearest)."""
+        """All distances for these rows; nearest word, exactly (see settle_near_ties)."""
         if len(rows) == 0:
             return
-        scores = self.sample[rows] @ geometry.grouped_minus_twice.T
+        block = self.sample[rows]
+        scores = block @ geometry.grouped_minus_twice.T
         scores += geometry.grouped_sq  # |x - c|^2 - |x|^2, words in group order
+        positions = settle_near_ties(scores, np.argmin(scores, axis=1), block, geometry.centres, self.tolerance,
+                                     self.groups.order)
         index = np.arange(len(rows))
-        positions = np.argmin(scores, axis=1)
         best = scores[index, positions]
         scores[index, positions] = np.inf
         others = np.minimum.reduceat(scores, self.groups.starts, axis=1)
-        for row in np.flatnonzero(others.min(axis=1) <= best + 2.0 * self.tolerance):
-            # float32 cannot order these words: their exact distances decide.
-            scores[row, positions[row]] = best[row]
-            candidates = np.flatnonzero(scores[row] <= best[row] + 2.0 * self.tolerance)
-            winner = _exact_nearest(self.sample[rows[row]], geometry.centres, self.groups.order[candidates])
-            positions[row] = self.groups.position_of_word[winner]
-            best[row] = scores[row, positions[row]]
-            scores[row, positions[row]] = np.inf
-            others[row] = np.minimum.reduceat(scores[row], self.groups.starts)
         words = self.groups.order[positions]
         block_sq = self.sample_sq[rows]
         others_sq = others + block_sq[:, None]
@@ -436,17 +429,20 @@ def float32_tolerance(dimension: int, longest_sq: float) -> float:
     return (3 * dimension + 8) * FLOAT32_ROUNDOFF * longest_sq
 
 
-def settle_near_ties(scores: np.ndarray, words: np.ndarray, rows: np.ndarray, centres: np.ndarray,
-                     tolerance: float) -> np.ndarray:
-    """The words, but where float32 scores (|x - c|^2 - |x|^2, within `tolerance` of exact)
-    put another word within rounding of the chosen one, the float64-nearest of those words.
-    Any word exactly nearer than the chosen one scores within 2 tolerance of it, so the
-    result is the exactly nearest word, whatever rounding BLAS gave the scores."""
-    chosen = scores[np.arange(len(words)), words]
+def settle_near_ties(scores: np.ndarray, columns: np.ndarray, rows: np.ndarray, centres: np.ndarray,
+                     tolerance: float, word_of_column: np.ndarray | None = None) -> np.ndarray:
+    """The chosen score columns, but where float32 scores (|x - c|^2 - |x|^2, within
+    `tolerance` of exact) put another word within rounding of the chosen one, the column
+    of the float64-nearest of those words. Any word exactly nearer than the chosen one
+    scores within 2 tolerance of it, so the result is the exactly nearest word, whatever
+    rounding BLAS gave the scores. Columns are words unless `word_of_column` maps them."""
+    chosen = scores[np.arange(len(columns)), columns]
     within = scores <= (chosen + 2.0 * tolerance)[:, None]
     for row in np.flatnonzero(np.count_nonzero(within, axis=1) > 1):
-        words[row] = _exact_nearest(rows[row], centres, np.flatnonzero(within[row]))
-    return words
+        candidates = np.flatnonzero(within[row])
+        words = candidates if word_of_column is None else word_of_column[candidates]
+        columns[row] = candidates[np.argmax(words == _exact_nearest(rows[row], centres, words))]
+    return columns
 
 
 def _exact_nearest(row: np.ndarray, centres: np.ndarray, words: np.ndarray) -> int:
