@@ -59,20 +59,24 @@ def sample_rows(descriptors: np.ndarray, per_image: int, seed: int, image_id: st
 def nearest(
     descriptors: np.ndarray, codebook: np.ndarray, codebook_sq: np.ndarray | None = None, pool: Executor | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Index of the nearest word (ties: lowest index) and the squared distance, block by block.
+    """Index of the nearest word and the squared distance, block by block. The word is
+    the exactly nearest (near ties by float64 distances, see settle_near_ties; exact
+    ties: lowest index).
 
     Blocks are fixed slices, each computed alone (BLAS on one thread): with a
     thread pool they run side by side and give the same bits as without.
     """
     if codebook_sq is None:
         codebook_sq = np.einsum("ij,ij->i", codebook, codebook)
+    longest_word_sq = float(codebook_sq.max(initial=0.0))
     labels = np.empty(len(descriptors), dtype=np.int64)
     distances = np.empty(len(descriptors), dtype=np.float32)
 
     def one_block(start: int) -> None:
         block = descriptors[start : start + BLOCK_ROWS]
         scores = codebook_sq[None, :] - 2.0 * (block @ codebook.T)  # |x - c|^2 - |x|^2
-        best = np.argmin(scores, axis=1)
+        best = settle_near_ties(scores, np.argmin(scores, axis=1), block, codebook,
+                                assignment_tolerance(block, longest_word_sq))
         labels[start : start + len(block)] = best
         block_sq = np.einsum("ij,ij->i", block, block)
         distances[start : start + len(block)] = np.maximum(scores[np.arange(len(block)), best] + block_sq, 0.0)
@@ -427,6 +431,13 @@ def float32_tolerance(dimension: int, longest_sq: float) -> float:
     for |x|^2 and |c|^2 at most `longest_sq` (Higham's gamma: d products, each within d
     units of roundoff, and the norms' own rounding)."""
     return (3 * dimension + 8) * FLOAT32_ROUNDOFF * longest_sq
+
+
+def assignment_tolerance(descriptors: np.ndarray, longest_word_sq: float, extra_terms: int = 0) -> float:
+    """float32_tolerance of these descriptors' scores against words no longer than
+    sqrt(longest_word_sq), summed over the dimension and `extra_terms` more."""
+    longest_sq = max(longest_word_sq, float(np.einsum("ij,ij->i", descriptors, descriptors).max(initial=0.0)))
+    return float32_tolerance(descriptors.shape[1] + extra_terms, longest_sq)
 
 
 def settle_near_ties(scores: np.ndarray, columns: np.ndarray, rows: np.ndarray, centres: np.ndarray,

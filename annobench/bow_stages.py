@@ -182,10 +182,8 @@ class WordAssigner:
         augmented[:, :-1] = descriptors
         augmented[:, -1] = 1.0
         scores = augmented @ self.prepared
-        if len(descriptors) == 0:
-            return np.argmin(scores, axis=1)
-        longest_sq = max(self.longest_word_sq, float(np.einsum("ij,ij->i", descriptors, descriptors).max()))
-        tolerance = bow.float32_tolerance(descriptors.shape[1] + 1, longest_sq)
+        # The product sums one term more than the dimension: |c|^2 times 1.
+        tolerance = bow.assignment_tolerance(descriptors, self.longest_word_sq, extra_terms=1)
         return bow.settle_near_ties(scores, np.argmin(scores, axis=1), descriptors, self.codebook, tolerance)
 
 

@@ -86,12 +86,35 @@ def plain_lloyd(sample, threads: int):
     labels = None
     with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
         for _ in range(ITERATIONS):
-            new_labels, distances = bow.nearest(sample, centres, pool=pool)
+            new_labels, distances = float32_nearest(sample, centres, pool)
             if labels is not None and np.array_equal(new_labels, labels):
                 break
             labels = new_labels
             centres = bow._cluster_means(sample, labels, distances, WORDS, pool)
     return centres
+
+
+def float32_nearest(sample, centres, pool):
+    """Each row's nearest centre and squared distance, near ties to whichever word the
+    float32 product's rounding favours (as training assigned rows before the near-tie rule)."""
+    import numpy as np
+
+    from annobench import bow
+
+    centres_sq = np.einsum("ij,ij->i", centres, centres)
+    labels = np.empty(len(sample), dtype=np.int64)
+    distances = np.empty(len(sample), dtype=np.float32)
+
+    def one_block(start: int) -> None:
+        block = sample[start : start + bow.BLOCK_ROWS]
+        scores = centres_sq[None, :] - 2.0 * (block @ centres.T)
+        best = np.argmin(scores, axis=1)
+        labels[start : start + len(block)] = best
+        block_sq = np.einsum("ij,ij->i", block, block)
+        distances[start : start + len(block)] = np.maximum(scores[np.arange(len(block)), best] + block_sq, 0.0)
+
+    bow._run_blocks(one_block, len(sample), pool, bow.BLOCK_ROWS)
+    return labels, distances
 
 
 def _every_row_class():
