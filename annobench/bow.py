@@ -272,6 +272,7 @@ class _Lloyd:
         self.groups: _WordGroups | None = None  # with `lower`, from the first centres
         self.lower = np.empty((0, 0), dtype=np.float32)
         self.assigned_centres: np.ndarray | None = None
+        self.word_sums = _WordSums(sample, k, pool)
 
     def step(self, centres: np.ndarray) -> _Step:
         """Assign every row to its nearest centre; the new centres are the words' means."""
@@ -285,12 +286,13 @@ class _Lloyd:
             rows, assign = self._unproven(geometry), self._assign
         previous_labels = self.labels[rows]
         _run_blocks(lambda start: assign(rows[start : start + KMEANS_BLOCK_ROWS], geometry), len(rows), self.pool)
-        changed = int((self.labels[rows] != previous_labels).sum())
+        moved = np.flatnonzero(self.labels[rows] != previous_labels)
         self.assigned_centres = centres
-        sums, counts = _word_sums(self.sample, self.labels, self.k, self.pool)
+        self.word_sums.move(rows[moved], previous_labels[moved], self.labels[rows[moved]])
+        sums, counts = self.word_sums.float_sums(), self.word_sums.counts
         # Empty words need every row's distance, as `nearest` gives it (rare: one more pass).
         means = _means(sums, counts, self.sample, lambda: nearest(self.sample, centres, pool=self.pool)[1])
-        return _Step(means, changed, len(rows), self._mean_squared_distance(centres, sums, counts))
+        return _Step(means, len(moved), len(rows), self._mean_squared_distance(centres, sums, counts))
 
     def _unproven(self, geometry: _Centres) -> np.ndarray:
         """Rows whose word the moved bounds do not prove, even after tightening the upper bound."""
@@ -466,64 +468,68 @@ def _exact_nearest(row: np.ndarray, centres: np.ndarray, words: np.ndarray) -> i
     return int(words[np.argmin(distances)])
 
 
-def _word_sums(sample: np.ndarray, labels: np.ndarray, k: int, pool: Executor | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """float64 sum of each word's rows, and its row count.
+class _WordSums:
+    """Each word's sum of rows and row count, kept exactly as rows change word.
 
-    Per block, each word's rows (in their order) are summed as numpy's add.reduceat
-    sums them (see _run_sums); blocks' sums are added in block order, so threads
-    change nothing. Linear in the sample: a one-hot product costs as much as the
-    distances.
+    Rows are summed as fixed-point integers (scaled by 2^exponent and rounded: a
+    step of 2^-40 for a million rows of unit length, far below float32's
+    resolution of a mean), so a sum is the same whatever order its rows are
+    added or removed in. A Lloyd step then updates the sums with the rows that
+    changed word only (a few percent after the first steps) instead of summing
+    the sample again, and threads change nothing.
     """
-    def block_sums(start: int) -> tuple[np.ndarray, np.ndarray]:
-        block_labels = labels[start : start + BLOCK_ROWS]
-        order = np.argsort(block_labels, kind="stable")
-        ordered = block_labels[order]
-        runs = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        lengths = np.diff(np.r_[runs, len(ordered)])
-        return ordered[runs], _run_sums(sample[start : start + BLOCK_ROWS], order, runs, lengths)
 
-    sums = np.zeros((k, sample.shape[1]), dtype=np.float64)
-    for words, word_sums in _each_block(block_sums, len(sample), pool):
-        sums[words] += word_sums
-    return sums, np.bincount(labels, minlength=k)
+    def __init__(self, sample: np.ndarray, k: int, pool: Executor | None = None):
+        self.sample, self.pool = sample, pool
+        self.exponent = fixed_point_exponent(sample)
+        self.sums = np.zeros((k, sample.shape[1]), dtype=np.int64)
+        self.counts = np.zeros(k, dtype=np.int64)
+
+    def move(self, rows: np.ndarray, old_words: np.ndarray, new_words: np.ndarray) -> None:
+        """Rows leave old_words (-1: not counted yet) for new_words."""
+        scale = np.float32(2.0**self.exponent)  # exact: rows times a power of two
+
+        def block_sums(start: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+            part = slice(start, start + KMEANS_BLOCK_ROWS)
+            counted = old_words[part] >= 0
+            return [(*_fixed_point_sums(self.sample, rows[part], new_words[part], scale), 1),
+                    (*_fixed_point_sums(self.sample, rows[part][counted], old_words[part][counted], scale), -1)]
+
+        for block in _each_block(block_sums, len(rows), self.pool, KMEANS_BLOCK_ROWS):
+            for words, sums, sign in block:
+                self.sums[words] += sign * sums
+        self.counts += np.bincount(new_words, minlength=len(self.counts))
+        self.counts -= np.bincount(old_words[old_words >= 0], minlength=len(self.counts))
+
+    def float_sums(self) -> np.ndarray:
+        return self.sums.astype(np.float64) * 2.0**-self.exponent
 
 
-def _run_sums(rows: np.ndarray, order: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """float64 sum of each run rows[order[start : start + length]], bit for bit as
-    np.add.reduceat(rows[order], starts, axis=0) gives it: the first row plus the
-    pairwise sum of the others. Runs of one length are summed together, so the cost
-    is the additions, not a call per run and column."""
-    sums = np.empty((len(starts), rows.shape[1]))
+def fixed_point_exponent(sample: np.ndarray) -> int:
+    """The largest e for which the sum of any of the sample's rows, scaled by 2^e and
+    rounded, stays within int64 (below 2^62: n rows each below 2^(62 - bits of n))."""
+    largest = max(float(sample.max(initial=0.0)), -float(sample.min(initial=0.0)))  # no |sample| copy
+    if largest == 0.0:
+        return 0
+    return 62 - math.frexp(largest)[1] - max(len(sample), 1).bit_length()
+
+
+def _fixed_point_sums(sample: np.ndarray, rows: np.ndarray, words: np.ndarray, scale: np.float32
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct words and the sum of each one's rows, scaled and rounded to integers
+    (exact: any order gives these sums). Words of equal row counts are summed together,
+    so the cost is the additions, not a call per word."""
+    order = np.argsort(words, kind="stable")
+    ordered = words[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(words) else np.empty(0, int)
+    lengths = np.diff(np.r_[starts, len(words)])
+    sums = np.empty((len(starts), sample.shape[1]), dtype=np.int64)
     for length in np.unique(lengths):
         runs = np.flatnonzero(lengths == length)
-        # float32 rows: each addition widens them to float64 exactly, with no float64 copy.
-        members = rows[order[starts[runs, None] + np.arange(length)]]
-        sums[runs] = members[:, 0] if length == 1 else members[:, 0] + _pairwise_sum(members[:, 1:])
-    return sums
-
-
-def _pairwise_sum(values: np.ndarray) -> np.ndarray:
-    """Sums along axis 1 of (runs, n, columns) in numpy's pairwise order: a plain loop
-    from -0.0 below 8 terms, eight interleaved partial sums up to 128, halves above."""
-    n = values.shape[1]
-    if n < 8:
-        total = np.full((values.shape[0], values.shape[2]), -0.0)
-        for i in range(n):
-            total += values[:, i]
-        return total
-    if n <= 128:
-        partial = values[:, :8].astype(np.float64)
-        whole = n - n % 8
-        for i in range(8, whole, 8):
-            partial += values[:, i : i + 8]
-        total = ((partial[:, 0] + partial[:, 1]) + (partial[:, 2] + partial[:, 3])) + (
-            (partial[:, 4] + partial[:, 5]) + (partial[:, 6] + partial[:, 7]))
-        for i in range(whole, n):
-            total += values[:, i]
-        return total
-    half = n // 2 - (n // 2) % 8
-    return _pairwise_sum(values[:, :half]) + _pairwise_sum(values[:, half:])
+        members = sample[rows[order[starts[runs, None] + np.arange(length)]]]
+        np.rint(np.multiply(members, scale, out=members), out=members)  # exact scaling, then whole
+        sums[runs] = members.astype(np.int64).sum(axis=1)
+    return ordered[starts], sums
 
 
 def _means(sums: np.ndarray, counts: np.ndarray, sample: np.ndarray, distances) -> np.ndarray:
@@ -540,7 +546,9 @@ def _means(sums: np.ndarray, counts: np.ndarray, sample: np.ndarray, distances) 
 def _cluster_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int,
                    pool: Executor | None = None) -> np.ndarray:
     """New centres for these assignments (the means training computes)."""
-    return _means(*_word_sums(sample, labels, k, pool), sample, lambda: distances)
+    sums = _WordSums(sample, k, pool)
+    sums.move(np.arange(len(sample)), np.full(len(sample), -1), labels)
+    return _means(sums.float_sums(), sums.counts, sample, lambda: distances)
 
 
 def _round_down(values: np.ndarray) -> np.ndarray:

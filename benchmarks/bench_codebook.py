@@ -7,8 +7,9 @@ The sample is OpponentSIFT descriptors (384-d) of the real photos in
 sample is 1.25 M). Each training runs in a fresh process on --threads
 threads with 1,000 words and 20 iterations, the defaults:
 
-- plain: every distance of every step in float32, near ties going to
-  whichever word BLAS's rounding favours (training before the bounds);
+- plain: training as it ran before issue 15 (commit d1db16f, copied here):
+  every distance of every step in float32, near ties going to whichever
+  word BLAS's rounding favours, word sums made afresh at each step;
 - exact: every distance of every step, near ties ordered by float64
   distances (what training computes, without the bounds);
 - bounded: training as it runs.
@@ -74,23 +75,42 @@ def write_sample(path: Path, n_rows: int) -> None:
 
 
 def plain_lloyd(sample, threads: int):
-    """Every distance of every step, as training computed them before the bounds."""
+    """Training as it ran before issue 15 (commit d1db16f), kept here as the baseline:
+    k-means++ by whole-subsample passes, every distance of every step in float32 (near
+    ties to whichever word the product's rounding favours), word sums as float64 copies
+    of each block summed by reduceat, all of them again at each step."""
     import contextlib
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
 
-    from annobench import bow
-
-    centres = bow.seed_centres(sample, WORDS, SEED)
-    labels = None
+    rng = np.random.default_rng(SEED)
+    subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(20000, WORDS)), replace=False))]
+    centres = _old_kmeans_plus_plus(subsample, WORDS, rng)
+    labels = np.full(len(sample), -1, dtype=np.int64)
     with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
         for _ in range(ITERATIONS):
             new_labels, distances = float32_nearest(sample, centres, pool)
-            if labels is not None and np.array_equal(new_labels, labels):
-                break
+            changed = int((new_labels != labels).sum())
             labels = new_labels
-            centres = bow._cluster_means(sample, labels, distances, WORDS, pool)
+            centres = _old_cluster_means(sample, labels, distances, pool)
+            if changed == 0:
+                break
+    return centres
+
+
+def _old_kmeans_plus_plus(data, k: int, rng):
+    import numpy as np
+
+    centres = np.empty((k, data.shape[1]), dtype=np.float32)
+    centres[0] = data[rng.integers(len(data))]
+    closest = np.einsum("ij,ij->i", data - centres[0], data - centres[0]).astype(np.float64)
+    for i in range(1, k):
+        total = closest.sum()
+        pick = rng.choice(len(data), p=closest / total) if total > 0 else rng.integers(len(data))
+        centres[i] = data[pick]
+        diff = data - centres[i]
+        np.minimum(closest, np.einsum("ij,ij->i", diff, diff), out=closest)
     return centres
 
 
@@ -115,6 +135,30 @@ def float32_nearest(sample, centres, pool):
 
     bow._run_blocks(one_block, len(sample), pool, bow.BLOCK_ROWS)
     return labels, distances
+
+
+def _old_cluster_means(sample, labels, distances, pool):
+    import numpy as np
+
+    from annobench import bow
+
+    def block_sums(start: int):
+        block_labels = labels[start : start + bow.BLOCK_ROWS]
+        order = np.argsort(block_labels, kind="stable")
+        ordered = block_labels[order]
+        runs = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        rows = sample[start : start + bow.BLOCK_ROWS][order].astype(np.float64)
+        return ordered[runs], np.add.reduceat(rows, runs, axis=0)
+
+    sums = np.zeros((WORDS, sample.shape[1]), dtype=np.float64)
+    for words, word_sums in (pool.map if pool else map)(block_sums, range(0, len(sample), bow.BLOCK_ROWS)):
+        sums[words] += word_sums
+    counts = np.bincount(labels, minlength=WORDS)
+    centres = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)
+    empty = np.flatnonzero(counts == 0)
+    if len(empty):
+        centres[empty] = sample[np.argsort(-distances, kind="stable")[: len(empty)]]
+    return centres
 
 
 def _every_row_class():

@@ -6,6 +6,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -209,17 +210,41 @@ def test_near_ties_go_to_the_exactly_nearest_word():
     assert lloyd.labels.tolist() == [1, 1, 1]
 
 
-def test_run_sums_are_numpys_reduceat_bit_for_bit():
-    rows = real_descriptors(2)[:3000].astype(np.float64)
-    rows[::7, ::3] = -0.0  # signed zeros follow numpy's summation too
-    sizes = [1, 2, 7, 8, 9, 15, 16, 17, 128, 129, 300, 1000]  # each branch of the pairwise sum
-    sizes.append(len(rows) - sum(sizes))
-    labels = np.random.default_rng(0).permutation(np.repeat(np.arange(len(sizes)), sizes))
-    order = np.argsort(labels, kind="stable")
-    starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    lengths = np.array(sizes)
-    expected = np.add.reduceat(rows[order], starts, axis=0)
-    assert bow._run_sums(rows, order, starts, lengths).tobytes() == expected.tobytes()
+def test_word_sums_moved_step_by_step_equal_sums_made_afresh():
+    # Training moves only the rows that changed word; the sums must be those of
+    # summing every row again, bit for bit, on any number of threads.
+    sample = real_descriptors(3)
+    rng = np.random.default_rng(0)
+    first = rng.integers(0, 13, len(sample))
+    second = first.copy()
+    changed = rng.choice(len(sample), len(sample) // 10, replace=False)
+    second[changed] = rng.integers(0, 13, len(changed))
+    moved = np.flatnonzero(first != second)
+    with ThreadPoolExecutor(3) as pool:
+        stepped = bow._WordSums(sample, 13, pool)
+        stepped.move(np.arange(len(sample)), np.full(len(sample), -1), first)
+        stepped.move(moved, first[moved], second[moved])
+    fresh = bow._WordSums(sample, 13)
+    fresh.move(np.arange(len(sample)), np.full(len(sample), -1), second)
+    assert stepped.sums.tobytes() == fresh.sums.tobytes()
+    assert stepped.counts.tolist() == np.bincount(second, minlength=13).tolist()
+    exact = np.stack([sample[second == word].astype(np.float64).sum(axis=0) for word in range(13)])
+    # Each row is rounded by at most half a fixed-point step.
+    steps = np.abs(fresh.float_sums() - exact) * 2.0**fresh.exponent
+    assert (steps <= 0.5 * stepped.counts[:, None]).all()
+
+
+def test_word_sums_never_overflow_however_large_the_rows():
+    for largest in (1.0, 3.0e5, 2.0**-30):
+        sample = np.full((5000, 4), largest, dtype=np.float32)
+        sample[::2] *= -1
+        sample[1::4] = 0.0
+        sums = bow._WordSums(sample, 2)
+        sums.move(np.arange(len(sample)), np.full(len(sample), -1), (np.arange(len(sample)) % 2 == 0).astype(int))
+        words = np.arange(len(sample)) % 2 == 0
+        np.testing.assert_allclose(sums.float_sums(), [sample[~words].sum(0, dtype=np.float64), sample[words].sum(0, dtype=np.float64)], rtol=1e-12)
+        # and the scale wastes at most two of int64's bits
+        assert len(sample) * largest * 2.0**sums.exponent >= 2.0**60
 
 
 BLAS_KERNEL_RUN = """
