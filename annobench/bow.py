@@ -528,7 +528,7 @@ def _fixed_point_sums(sample: np.ndarray, rows: np.ndarray, words: np.ndarray, s
         runs = np.flatnonzero(lengths == length)
         members = sample[rows[order[starts[runs, None] + np.arange(length)]]]
         np.rint(np.multiply(members, scale, out=members), out=members)  # exact scaling, then whole
-        sums[runs] = members.astype(np.int64).sum(axis=1)
+        sums[runs] = members.sum(axis=1, dtype=np.int64)  # cast as added: no int64 copy
     return ordered[starts], sums
 
 
