@@ -449,10 +449,16 @@ def settle_near_ties(scores: np.ndarray, columns: np.ndarray, rows: np.ndarray, 
     of the float64-nearest of those words. Any word exactly nearer than the chosen one
     scores within 2 tolerance of it, so the result is the exactly nearest word, whatever
     rounding BLAS gave the scores. Columns are words unless `word_of_column` maps them."""
-    chosen = scores[np.arange(len(columns)), columns]
-    within = scores <= (chosen + 2.0 * tolerance)[:, None]
-    for row in np.flatnonzero(np.count_nonzero(within, axis=1) > 1):
-        candidates = np.flatnonzero(within[row])
+    index = np.arange(len(columns))
+    chosen = scores[index, columns].copy()
+    # The best other score per row, by one reduction (no matrix of comparisons):
+    # the chosen scores step aside for it and come back.
+    scores[index, columns] = np.inf
+    runner_up = scores.min(axis=1, initial=np.inf)
+    scores[index, columns] = chosen
+    limit = chosen + 2.0 * tolerance
+    for row in np.flatnonzero(runner_up <= limit):
+        candidates = np.flatnonzero(scores[row] <= limit[row])
         words = candidates if word_of_column is None else word_of_column[candidates]
         columns[row] = candidates[np.argmax(words == _exact_nearest(rows[row], centres, words))]
     return columns
