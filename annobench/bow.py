@@ -496,12 +496,12 @@ class _WordSums:
         scale = np.float32(2.0**self.exponent)  # exact: rows times a power of two
 
         def block_sums(start: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
-            part = slice(start, start + KMEANS_BLOCK_ROWS)
+            part = slice(start, start + BLOCK_ROWS)
             counted = old_words[part] >= 0
             return [(*_fixed_point_sums(self.sample, rows[part], new_words[part], scale), 1),
                     (*_fixed_point_sums(self.sample, rows[part][counted], old_words[part][counted], scale), -1)]
 
-        for block in _each_block(block_sums, len(rows), self.pool, KMEANS_BLOCK_ROWS):
+        for block in _each_block(block_sums, len(rows), self.pool):
             for words, sums, sign in block:
                 self.sums[words] += sign * sums
         self.counts += np.bincount(new_words, minlength=len(self.counts))
