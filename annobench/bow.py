@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import hashlib
 import math
+import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Iterator
 
@@ -494,16 +495,20 @@ class _WordSums:
     def move(self, rows: np.ndarray, old_words: np.ndarray, new_words: np.ndarray) -> None:
         """Rows leave old_words (-1: not counted yet) for new_words."""
         scale = np.float32(2.0**self.exponent)  # exact: rows times a power of two
+        lock = threading.Lock()
 
-        def block_sums(start: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
-            part = slice(start, start + BLOCK_ROWS)
+        def add_block(start: int) -> None:
+            # Integer sums: blocks may add in any order, so each adds its own as it ends
+            # (no block's sums wait in memory for the others).
+            part = slice(start, start + KMEANS_BLOCK_ROWS)
             counted = old_words[part] >= 0
-            return [(*_fixed_point_sums(self.sample, rows[part], new_words[part], scale), 1),
-                    (*_fixed_point_sums(self.sample, rows[part][counted], old_words[part][counted], scale), -1)]
+            for sign, (words, sums) in ((1, _fixed_point_sums(self.sample, rows[part], new_words[part], scale)),
+                                        (-1, _fixed_point_sums(self.sample, rows[part][counted],
+                                                               old_words[part][counted], scale))):
+                with lock:
+                    self.sums[words] += sign * sums
 
-        for block in _each_block(block_sums, len(rows), self.pool):
-            for words, sums, sign in block:
-                self.sums[words] += sign * sums
+        _run_blocks(add_block, len(rows), self.pool)
         self.counts += np.bincount(new_words, minlength=len(self.counts))
         self.counts -= np.bincount(old_words[old_words >= 0], minlength=len(self.counts))
 
