@@ -479,7 +479,7 @@ class _WordSums:
     """Each word's sum of rows and row count, kept exactly as rows change word.
 
     Rows are summed as fixed-point integers (scaled by 2^exponent and rounded: a
-    step of 2^-40 for a million rows of unit length, far below float32's
+    step of 2^-40 for 1.25 M rows of unit length, far below float32's
     resolution of a mean), so a sum is the same whatever order its rows are
     added or removed in. A Lloyd step then updates the sums with the rows that
     changed word only (a few percent after the first steps) instead of summing
@@ -552,14 +552,6 @@ def _means(sums: np.ndarray, counts: np.ndarray, sample: np.ndarray, distances) 
         worst = np.argsort(-distances(), kind="stable")[: len(empty)]
         centres[empty] = sample[worst]
     return centres
-
-
-def _cluster_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int,
-                   pool: Executor | None = None) -> np.ndarray:
-    """New centres for these assignments (the means training computes)."""
-    sums = _WordSums(sample, k, pool)
-    sums.move(np.arange(len(sample)), np.full(len(sample), -1), labels)
-    return _means(sums.float_sums(), sums.counts, sample, lambda: distances)
 
 
 def _round_down(values: np.ndarray) -> np.ndarray:

@@ -149,13 +149,20 @@ def test_codebook_training_reads_shard_samples_as_one_capped_sample(tmp_path, mo
     np.testing.assert_array_equal(codebook, bow.train_codebook(whole, 16, 4, seed=5))
 
 
+def fresh_means(sample: np.ndarray, labels: np.ndarray, distances: np.ndarray, k: int) -> np.ndarray:
+    """The words' means as a training step makes them, from sums made afresh."""
+    sums = bow._WordSums(sample, k)
+    sums.move(np.arange(len(sample)), np.full(len(sample), -1), labels)
+    return bow._means(sums.float_sums(), sums.counts, sample, lambda: distances)
+
+
 def test_cluster_means_are_the_means_of_each_words_rows():
     sample = real_descriptors(10)  # more rows than one block
     assert len(sample) > bow.BLOCK_ROWS
     labels = np.arange(len(sample)) % 7
     labels[labels == 3] = 5  # word 3 left empty: re-seeded with the worst-fitting row
     distances = np.linspace(0, 1, len(sample), dtype=np.float32)
-    means = bow._cluster_means(sample, labels, distances, 7)
+    means = fresh_means(sample, labels, distances, 7)
     for word in (0, 1, 2, 4, 5, 6):
         np.testing.assert_allclose(means[word], sample[labels == word].astype(np.float64).mean(axis=0), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(means[3], sample[np.argmax(distances)])
@@ -183,7 +190,7 @@ def exact_lloyd(sample: np.ndarray, k: int, iterations: int, seed: int) -> np.nd
             break
         labels = new_labels
         # An empty word takes the worst-fitting rows by float32 distance, as training does.
-        centres = bow._cluster_means(sample, labels, bow.nearest(sample, centres)[1], k)
+        centres = fresh_means(sample, labels, bow.nearest(sample, centres)[1], k)
     return centres
 
 
