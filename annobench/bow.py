@@ -76,10 +76,10 @@ def nearest(
     def one_block(start: int) -> None:
         block = descriptors[start : start + BLOCK_ROWS]
         scores = codebook_sq[None, :] - 2.0 * (block @ codebook.T)  # |x - c|^2 - |x|^2
-        best = settle_near_ties(scores, np.argmin(scores, axis=1), block, codebook,
-                                assignment_tolerance(block, longest_word_sq))
-        labels[start : start + len(block)] = best
         block_sq = np.einsum("ij,ij->i", block, block)
+        best = settle_near_ties(scores, np.argmin(scores, axis=1), block, codebook,
+                                assignment_tolerance(block, longest_word_sq, block_sq=block_sq))
+        labels[start : start + len(block)] = best
         distances[start : start + len(block)] = np.maximum(scores[np.arange(len(block)), best] + block_sq, 0.0)
 
     for _ in _each_block(one_block, len(descriptors), pool):
@@ -436,10 +436,14 @@ def float32_tolerance(dimension: int, longest_sq: float) -> float:
     return (3 * dimension + 8) * FLOAT32_ROUNDOFF * longest_sq
 
 
-def assignment_tolerance(descriptors: np.ndarray, longest_word_sq: float, extra_terms: int = 0) -> float:
+def assignment_tolerance(descriptors: np.ndarray, longest_word_sq: float, extra_terms: int = 0,
+                         block_sq: np.ndarray | None = None) -> float:
     """float32_tolerance of these descriptors' scores against words no longer than
-    sqrt(longest_word_sq), summed over the dimension and `extra_terms` more."""
-    longest_sq = max(longest_word_sq, float(np.einsum("ij,ij->i", descriptors, descriptors).max(initial=0.0)))
+    sqrt(longest_word_sq), summed over the dimension and `extra_terms` more
+    (`block_sq`: the descriptors' squared norms, if the caller has them)."""
+    if block_sq is None:
+        block_sq = np.einsum("ij,ij->i", descriptors, descriptors)
+    longest_sq = max(longest_word_sq, float(block_sq.max(initial=0.0)))
     return float32_tolerance(descriptors.shape[1] + extra_terms, longest_sq)
 
 
@@ -488,7 +492,7 @@ class _WordSums:
 
     def __init__(self, sample: np.ndarray, k: int, pool: Executor | None = None):
         self.sample, self.pool = sample, pool
-        self.exponent = fixed_point_exponent(sample)
+        self.exponent = _fixed_point_exponent(sample)
         self.sums = np.zeros((k, sample.shape[1]), dtype=np.int64)
         self.counts = np.zeros(k, dtype=np.int64)
 
@@ -516,7 +520,7 @@ class _WordSums:
         return self.sums.astype(np.float64) * 2.0**-self.exponent
 
 
-def fixed_point_exponent(sample: np.ndarray) -> int:
+def _fixed_point_exponent(sample: np.ndarray) -> int:
     """The largest e for which the sum of any of the sample's rows, scaled by 2^e and
     rounded, stays within int64 (below 2^62: n rows each below 2^(62 - bits of n))."""
     largest = max(float(sample.max(initial=0.0)), -float(sample.min(initial=0.0)))  # no |sample| copy
