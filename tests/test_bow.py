@@ -42,6 +42,18 @@ def test_kmeans_lowers_the_distortion_of_its_seeding():
     assert bow.nearest(sample, trained)[1].mean() < bow.nearest(sample, seeds)[1].mean()
 
 
+def test_kmeans_plus_plus_picks_the_same_centres_on_any_number_of_threads():
+    sample = real_descriptors(6)
+    assert len(sample) > 2 * bow.SEEDING_BLOCK_ROWS  # several blocks to share
+    alone = bow.kmeans_plus_plus(sample, 50, np.random.default_rng(3))
+    with ThreadPoolExecutor(3) as pool:
+        shared = bow.kmeans_plus_plus(sample, 50, np.random.default_rng(3), pool)
+    assert alone.tobytes() == shared.tobytes()
+    # Each centre is a row, none twice.
+    rows = {row.tobytes() for row in sample}
+    assert all(centre.tobytes() in rows for centre in alone) and len({c.tobytes() for c in alone}) == 50
+
+
 def test_nearest_matches_brute_force():
     sample = real_descriptors(1)
     codebook = sample[::37][:50]
