@@ -128,9 +128,10 @@ def _squared_distances(data: np.ndarray, point: np.ndarray, chunk_rows: int = 10
 
 def train_codebook(
     sample: np.ndarray, k: int, iterations: int, seed: int, init_size: int = 20000, log=lambda line: None,
-    threads: int = 1,
+    threads: int = 1, warm_start_share: float = 0.1, warm_start_iterations: int = 10,
 ) -> np.ndarray:
-    """k-means (Lloyd) on the sample, seeded by k-means++ on a subsample of it.
+    """k-means (Lloyd) on the sample, seeded by k-means++ on a subsample of it, then
+    warmed by Lloyd steps on a larger subsample (see warm_start_rows).
 
     Lloyd's steps skip the distances that bounds prove useless (see _Lloyd):
     the assignments of recomputing them all, each row to its nearest
@@ -148,16 +149,11 @@ def train_codebook(
         )
     with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
         centres = seed_centres(sample, k, seed, init_size, pool)
-        lloyd = _Lloyd(sample, k, pool)
-        for iteration in range(iterations):
-            step = lloyd.step(centres)
-            centres = step.centres
-            log(f"k-means iteration {iteration + 1}/{iterations}: {step.changed} assignments changed, "
-                f"mean squared distance {step.mean_squared_distance:.6f} "
-                f"({step.recomputed} descriptors' distances recomputed)")
-            if step.changed == 0:
-                break
-    return centres
+        warm_rows = warm_start_rows(len(sample), k, seed, init_size, warm_start_share, warm_start_iterations)
+        if warm_rows is not None:
+            centres = lloyd_steps(sample[warm_rows], centres, warm_start_iterations, pool,
+                                  lambda line: log(f"warm start on {len(warm_rows)} rows: {line}"))
+        return lloyd_steps(sample, centres, iterations, pool, log)
 
 
 def seed_centres(sample: np.ndarray, k: int, seed: int, init_size: int = 20000, pool: Executor | None = None
@@ -166,6 +162,40 @@ def seed_centres(sample: np.ndarray, k: int, seed: int, init_size: int = 20000, 
     rng = np.random.default_rng(seed)
     subsample = sample[np.sort(rng.choice(len(sample), min(len(sample), max(init_size, k)), replace=False))]
     return kmeans_plus_plus(subsample, k, rng, pool)
+
+
+def warm_start_rows(n_rows: int, k: int, seed: int, init_size: int, share: float, iterations: int
+                    ) -> np.ndarray | None:
+    """The seeded subsample (share of the rows, in sample order) on which Lloyd steps first
+    move the k-means++ centres, or None when there is no warm start: no iterations, or
+    no more rows than seeding had (it would start no warmer).
+
+    Why: a full step costs in proportion to the rows whose word the bounds cannot
+    prove, and in the first steps from k-means++ centres that is nearly all of
+    them. Steps on a tenth of the rows do that moving at a tenth of the cost;
+    the full steps then start near a fixed point, where bounds prove more
+    (measured at 1.25 M rows: 11% less CPU time, and a lower mean squared
+    distance after the same number of full steps)."""
+    rows = round(share * n_rows)
+    if iterations == 0 or rows <= max(init_size, k):
+        return None
+    # A stream of its own: seeding's draws stay those of training without a warm start.
+    return np.sort(np.random.default_rng([seed, 1]).choice(n_rows, rows, replace=False))
+
+
+def lloyd_steps(sample: np.ndarray, centres: np.ndarray, iterations: int, pool: Executor | None, log
+                ) -> np.ndarray:
+    """Up to `iterations` Lloyd steps from these centres (fewer if no row changes word)."""
+    lloyd = _Lloyd(sample, len(centres), pool)
+    for iteration in range(iterations):
+        step = lloyd.step(centres)
+        centres = step.centres
+        log(f"k-means iteration {iteration + 1}/{iterations}: {step.changed} assignments changed, "
+            f"mean squared distance {step.mean_squared_distance:.6f} "
+            f"({step.recomputed} descriptors' distances recomputed)")
+        if step.changed == 0:
+            break
+    return centres
 
 
 # Rows per block of k-means++ seeding's distances to a new centre: 3 MB at 384

@@ -12,12 +12,16 @@ threads with 1,000 words and 20 iterations, the defaults:
   word BLAS's rounding favours, word sums made afresh at each step;
 - exact: every distance of every step, near ties ordered by float64
   distances (what training computes, without the bounds);
+- cold: training as it runs but without the warm start on a tenth of the
+  sample (warm_start_iterations 0: k-means++ centres straight into the
+  full steps, as before the warm start);
 - bounded: training as it runs.
 
 The script prints their CPU and wall time and peak memory, whether the
-bounded and exact codebooks are the same bytes (they must be), and the
-share of the sample's descriptors that the plain and bounded codebooks
-assign to the same word.
+bounded and exact codebooks are the same bytes (they must be), the share
+of the sample's descriptors that the plain codebook and each other assign
+to the same word, and how well each fits the sample (mean squared distance
+of a descriptor to its nearest word: what k-means lowers).
 
     python3 benchmarks/bench_codebook.py --rows 180000 --kernels Haswell,Sandybridge,SkylakeX
 
@@ -190,11 +194,27 @@ def child(method: str, sample_path: str, threads: int, out: str) -> None:
     elif method == "exact":
         bow._Lloyd = _every_row_class()
         codebook = bow.train_codebook(sample, WORDS, ITERATIONS, SEED, threads=threads)
+    elif method == "cold":
+        codebook = bow.train_codebook(sample, WORDS, ITERATIONS, SEED, threads=threads, warm_start_iterations=0)
     else:
         codebook = bow.train_codebook(sample, WORDS, ITERATIONS, SEED, threads=threads)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     np.save(out, codebook)
     print(f"{method:>7} Lloyd: {cpu:6.1f} CPU-s, {wall:6.1f} s wall, peak {peak_rss_mb():.0f} MiB", flush=True)
+
+
+def mean_squared_distance(sample_path: Path, codebook) -> float:
+    """Mean over the sample of a descriptor's squared distance to its nearest word."""
+    import numpy as np
+
+    from annobench import bow
+
+    sample = np.load(sample_path, mmap_mode="r")
+    total = 0.0
+    for start in range(0, len(sample), 100_000):
+        total += float(bow.nearest(np.ascontiguousarray(sample[start : start + 100_000]), codebook)[1].sum(
+            dtype=np.float64))
+    return total / len(sample)
 
 
 def same_words(sample_path: Path, first, second) -> float:
@@ -241,12 +261,16 @@ def main() -> None:
         if args.kernels:
             compare_kernels(args.kernels.split(","), sample, Path(work), run_child)
             return
-        for method in ("plain", "exact", "bounded"):
+        methods = ("plain", "exact", "cold", "bounded")
+        for method in methods:
             run_child(method, sample, str(Path(work) / f"{method}.npy"))
-        codebook = {method: np.load(Path(work) / f"{method}.npy") for method in ("plain", "exact", "bounded")}
+        codebook = {method: np.load(Path(work) / f"{method}.npy") for method in methods}
         print(f"bounded and exact codebooks the same bytes: {codebook['exact'].tobytes() == codebook['bounded'].tobytes()}")
-        print("descriptors given the same word by the plain and bounded codebooks: "
-              f"{same_words(sample, codebook['plain'], codebook['bounded']):.4%}")
+        for method in ("cold", "bounded"):
+            print(f"descriptors given the same word by the plain and {method} codebooks: "
+                  f"{same_words(sample, codebook['plain'], codebook[method]):.4%}")
+        print("mean squared distance to the nearest word: " + ", ".join(
+            f"{method} {mean_squared_distance(sample, codebook[method]):.6f}" for method in ("plain", "cold", "bounded")))
 
 
 def compare_kernels(kernels: list[str], sample: Path, work: Path, run_child) -> None:

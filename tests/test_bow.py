@@ -180,17 +180,17 @@ def test_cluster_means_are_the_means_of_each_words_rows():
     np.testing.assert_array_equal(means[3], sample[np.argmax(distances)])
 
 
-def test_codebook_is_the_same_bytes_on_one_or_three_threads():
+@pytest.mark.parametrize("init_size", [20000, 1000])  # without and with a warm start
+def test_codebook_is_the_same_bytes_on_one_or_three_threads(init_size):
     sample = real_descriptors(20)  # three blocks
     assert len(sample) > 2 * bow.BLOCK_ROWS
-    one = bow.train_codebook(sample, 40, 5, seed=3, threads=1)
-    assert one.tobytes() == bow.train_codebook(sample, 40, 5, seed=3, threads=3).tobytes()
+    one = bow.train_codebook(sample, 40, 5, seed=3, threads=1, init_size=init_size)
+    assert one.tobytes() == bow.train_codebook(sample, 40, 5, seed=3, threads=3, init_size=init_size).tobytes()
 
 
-def exact_lloyd(sample: np.ndarray, k: int, iterations: int, seed: int) -> np.ndarray:
-    """Lloyd's algorithm with every distance in float64 (ties: lowest index), seeded as
-    train_codebook seeds it."""
-    centres = bow.seed_centres(sample, k, seed)
+def exact_lloyd(sample: np.ndarray, centres: np.ndarray, iterations: int) -> np.ndarray:
+    """Lloyd's algorithm from these centres with every distance in float64 (ties: lowest index)."""
+    k = len(centres)
     rows = sample.astype(np.float64)
     rows_sq = np.einsum("ij,ij->i", rows, rows)
     labels = None
@@ -206,13 +206,45 @@ def exact_lloyd(sample: np.ndarray, k: int, iterations: int, seed: int) -> np.nd
     return centres
 
 
-@pytest.mark.parametrize("kind, k", [("opponentsift", 200), ("sift", 30)])
-def test_bounded_lloyd_gives_the_bytes_of_exact_lloyd(kind, k):
+def exact_training(sample: np.ndarray, k: int, iterations: int, seed: int, init_size: int) -> np.ndarray:
+    """train_codebook's seeding, warm start and steps, each step by exact_lloyd."""
+    centres = bow.seed_centres(sample, k, seed, init_size)
+    warm_rows = bow.warm_start_rows(len(sample), k, seed, init_size, 0.1, 10)
+    if warm_rows is not None:
+        centres = exact_lloyd(sample[warm_rows], centres, 10)
+    return exact_lloyd(sample, centres, iterations)
+
+
+@pytest.mark.parametrize("kind, k, init_size", [("opponentsift", 200, 20000), ("sift", 30, 20000),
+                                                ("opponentsift", 60, 1000)])
+def test_bounded_lloyd_gives_the_bytes_of_exact_lloyd(kind, k, init_size):
     # The bounds skip distances but must never change an assignment, near ties included:
     # any change would move the codebook and with it the words of every image.
+    # (A small init_size lets the warm start run on this sample.)
     sample = real_descriptors(12, kind)
-    bounded = bow.train_codebook(sample, k, 12, seed=4, threads=2)
-    assert bounded.tobytes() == exact_lloyd(sample, k, 12, seed=4).tobytes()
+    bounded = bow.train_codebook(sample, k, 12, seed=4, threads=2, init_size=init_size)
+    assert bounded.tobytes() == exact_training(sample, k, 12, seed=4, init_size=init_size).tobytes()
+
+
+def test_warm_start_takes_a_seeded_share_of_the_rows_only_when_it_beats_seeding():
+    rows = bow.warm_start_rows(50_000, 100, seed=7, init_size=1000, share=0.1, iterations=10)
+    assert len(rows) == 5000 and len(np.unique(rows)) == 5000 and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(rows, bow.warm_start_rows(50_000, 100, 7, 1000, 0.1, 10))
+    assert not np.array_equal(rows, bow.warm_start_rows(50_000, 100, 8, 1000, 0.1, 10))
+    # No steps asked for, or no more rows than k-means++ seeded from: no warm start.
+    assert bow.warm_start_rows(50_000, 100, 7, 1000, 0.1, 0) is None
+    assert bow.warm_start_rows(50_000, 100, 7, 5000, 0.1, 10) is None
+    assert bow.warm_start_rows(50_000, 6000, 7, 1000, 0.1, 10) is None
+
+
+def test_warm_start_moves_the_centres_training_starts_from():
+    sample = real_descriptors(12)
+    cold = bow.train_codebook(sample, 40, 3, seed=2, init_size=1000, warm_start_iterations=0)
+    warm = bow.train_codebook(sample, 40, 3, seed=2, init_size=1000)
+    assert cold.tobytes() != warm.tobytes()
+    # Warm-start steps on a tenth of the rows then three full steps fit the sample no
+    # worse than three full steps from k-means++ alone.
+    assert bow.nearest(sample, warm)[1].mean() <= bow.nearest(sample, cold)[1].mean()
 
 
 def test_near_ties_go_to_the_exactly_nearest_word():
