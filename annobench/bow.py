@@ -138,7 +138,8 @@ def train_codebook(
     word by exact distance (float32 where it decides, float64 where rounding
     could), faster.
     Memory is a few blocks of KMEANS_BLOCK_ROWS x k and a few numbers per
-    descriptor besides the sample itself. The steps run on `threads` threads
+    descriptor besides the sample itself (the warm start moves its rows to the
+    front of the sample for its steps and back after, rather than copy them). The steps run on `threads` threads
     over fixed blocks; the codebook is the same bytes for any number of threads.
     """
     sample = np.ascontiguousarray(sample, dtype=np.float32)
@@ -151,9 +152,10 @@ def train_codebook(
         centres = seed_centres(sample, k, seed, init_size, pool)
         warm_rows = warm_start_rows(len(sample), k, seed, init_size, warm_start_share, warm_start_iterations)
         if warm_rows is not None:
-            centres = lloyd_steps(sample[warm_rows], centres, warm_start_iterations, pool,
-                                  lambda line: log(f"warm start on {len(warm_rows)} rows: {line}"))
-        return lloyd_steps(sample, centres, iterations, pool, log)
+            with rows_in_front(sample, warm_rows) as warm_sample:
+                centres = _lloyd_steps(warm_sample, centres, warm_start_iterations, pool,
+                                       lambda line: log(f"warm start on {len(warm_rows)} rows: {line}"))
+        return _lloyd_steps(sample, centres, iterations, pool, log)
 
 
 def seed_centres(sample: np.ndarray, k: int, seed: int, init_size: int = 20000, pool: Executor | None = None
@@ -183,7 +185,33 @@ def warm_start_rows(n_rows: int, k: int, seed: int, init_size: int, share: float
     return np.sort(np.random.default_rng([seed, 1]).choice(n_rows, rows, replace=False))
 
 
-def lloyd_steps(sample: np.ndarray, centres: np.ndarray, iterations: int, pool: Executor | None, log
+@contextlib.contextmanager
+def rows_in_front(sample: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
+    """sample[:len(rows)] holding these rows (sorted, distinct indices), made by swapping
+    each chosen row behind that front with an unchosen one in it, and swapped back on
+    leaving, even on an error. A chosen row already in front keeps its place, so
+    the order is a function of `rows` alone. At full size this spares the warm start
+    a 190 MB copy of its rows, a tenth of the job's peak memory."""
+    m = len(rows)
+    in_front = np.zeros(m, dtype=bool)
+    in_front[rows[rows < m]] = True
+    places, comers = np.flatnonzero(~in_front), rows[rows >= m]
+
+    def swap() -> None:  # its own inverse: the pairs are disjoint
+        for start in range(0, len(places), KMEANS_BLOCK_ROWS):
+            front, back = places[start : start + KMEANS_BLOCK_ROWS], comers[start : start + KMEANS_BLOCK_ROWS]
+            held = sample[front]
+            sample[front] = sample[back]
+            sample[back] = held
+
+    swap()
+    try:
+        yield sample[:m]
+    finally:
+        swap()
+
+
+def _lloyd_steps(sample: np.ndarray, centres: np.ndarray, iterations: int, pool: Executor | None, log
                 ) -> np.ndarray:
     """Up to `iterations` Lloyd steps from these centres (fewer if no row changes word)."""
     lloyd = _Lloyd(sample, len(centres), pool)

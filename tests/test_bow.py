@@ -211,7 +211,8 @@ def exact_training(sample: np.ndarray, k: int, iterations: int, seed: int, init_
     centres = bow.seed_centres(sample, k, seed, init_size)
     warm_rows = bow.warm_start_rows(len(sample), k, seed, init_size, 0.1, 10)
     if warm_rows is not None:
-        centres = exact_lloyd(sample[warm_rows], centres, 10)
+        with bow.rows_in_front(sample.copy(), warm_rows) as warm_sample:
+            centres = exact_lloyd(warm_sample.copy(), centres, 10)
     return exact_lloyd(sample, centres, iterations)
 
 
@@ -237,11 +238,29 @@ def test_warm_start_takes_a_seeded_share_of_the_rows_only_when_it_beats_seeding(
     assert bow.warm_start_rows(50_000, 6000, 7, 1000, 0.1, 10) is None
 
 
+def test_rows_in_front_lends_the_chosen_rows_and_gives_the_sample_back():
+    sample = real_descriptors(3)
+    before = sample.copy()
+    rows = bow.warm_start_rows(len(sample), 10, seed=1, init_size=100, share=0.3, iterations=1)
+    assert rows[0] < len(rows) < rows[-1]  # some chosen rows in front already, some behind
+    with bow.rows_in_front(sample, rows) as front:
+        assert np.shares_memory(front, sample) and len(front) == len(rows)
+        assert sorted(r.tobytes() for r in front) == sorted(r.tobytes() for r in before[rows])
+        kept = rows[rows < len(rows)]
+        np.testing.assert_array_equal(front[kept], before[kept])  # no chosen row in front moves
+    assert sample.tobytes() == before.tobytes()
+    with pytest.raises(RuntimeError), bow.rows_in_front(sample, rows):
+        raise RuntimeError("a step failed")
+    assert sample.tobytes() == before.tobytes()
+
+
 def test_warm_start_moves_the_centres_training_starts_from():
     sample = real_descriptors(12)
+    before = sample.copy()
     cold = bow.train_codebook(sample, 40, 3, seed=2, init_size=1000, warm_start_iterations=0)
     warm = bow.train_codebook(sample, 40, 3, seed=2, init_size=1000)
     assert cold.tobytes() != warm.tobytes()
+    assert sample.tobytes() == before.tobytes()  # lent to the warm start, given back
     # Warm-start steps on a tenth of the rows then three full steps fit the sample no
     # worse than three full steps from k-means++ alone.
     assert bow.nearest(sample, warm)[1].mean() <= bow.nearest(sample, cold)[1].mean()

@@ -54,11 +54,9 @@ for kind in BOW_KINDS:
         # codebook is the same bytes whatever the thread count or --cores.
         threads: BOW["codebook_threads"]
         resources:
-            # The sample (float32, up to 384 values a descriptor) held once, plus 10 %, and
-            # the warm start's copy of its share; 1 GB for Python, NumPy and Arrow; 128 MB
-            # of blocks per thread.
-            mem_mb=1024 + 128 * BOW["codebook_threads"]
-            + math.ceil((1.1 + BOW["warm_start_share"]) * BOW["sample_descriptors"] * 384 * 4 / 10**6),
+            # The sample (float32, up to 384 values a descriptor) held once, plus 10 %;
+            # 1 GB for Python, NumPy and Arrow; 128 MB of blocks per thread.
+            mem_mb=1024 + 128 * BOW["codebook_threads"] + math.ceil(1.1 * BOW["sample_descriptors"] * 384 * 4 / 10**6),
             # k-means: about 1e-10 s per sample x word x dimension x iteration on one
             # core here; four times that, and half an hour for loading and slack.
             runtime=30 + math.ceil(4e-10 * BOW["sample_descriptors"] * BOW["words"] * 384 * BOW["iterations"] / 60),
