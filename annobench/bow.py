@@ -139,8 +139,9 @@ def train_codebook(
     could), faster.
     Memory is a few blocks of KMEANS_BLOCK_ROWS x k and a few numbers per
     descriptor besides the sample itself (the warm start moves its rows to the
-    front of the sample for its steps and back after, rather than copy them). The steps run on `threads` threads
-    over fixed blocks; the codebook is the same bytes for any number of threads.
+    front of the sample for its steps and back after, rather than copy them).
+    The steps run on `threads` threads over fixed blocks; the codebook is the
+    same bytes for any number of threads.
     """
     sample = np.ascontiguousarray(sample, dtype=np.float32)
     if len(sample) < k:
@@ -191,7 +192,7 @@ def rows_in_front(sample: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
     each chosen row behind that front with an unchosen one in it, and swapped back on
     leaving, even on an error. A chosen row already in front keeps its place, so
     the order is a function of `rows` alone. At full size this spares the warm start
-    a 190 MB copy of its rows, a tenth of the job's peak memory."""
+    a 190 MB copy of its rows, about a tenth of the job's peak memory."""
     m = len(rows)
     in_front = np.zeros(m, dtype=bool)
     in_front[rows[rows < m]] = True
