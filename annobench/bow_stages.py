@@ -90,9 +90,9 @@ def train_kind(
 ) -> np.ndarray:
     """Concatenate the shards' samples (in shard order), cap them, and run k-means."""
     sample = _load_capped(sorted(sample_paths), params["sample_descriptors"], params["seed"], kind, log)
-    warm_start = {key: params[key] for key in ("warm_start_share", "warm_start_iterations") if key in params}
     codebook = bow.train_codebook(sample, params["words"], params["iterations"], params["seed"], log=log,
-                                  threads=threads, **warm_start)
+                                  threads=threads, warm_start_share=params["warm_start_share"],
+                                  warm_start_iterations=params["warm_start_iterations"])
     write_codebook(codebook, kind, params, out_path)
     return codebook
 

@@ -123,7 +123,8 @@ def train_child(out: str, kind: str) -> None:
 
     out_dir = Path(out)
     samples = [str(p) for p in sorted((out_dir / "work").glob(f"{kind}-*.npy"))]
-    params = {"words": WORDS, "iterations": 5, "seed": 1, "sample_descriptors": CAP}
+    params = {"words": WORDS, "iterations": 5, "warm_start_share": 0.1, "warm_start_iterations": 10, "seed": 1,
+              "sample_descriptors": CAP}
     started = time.perf_counter()
     lines = []
     train_kind(samples, kind, params, out_dir / "codebook.parquet", log=lines.append)

@@ -153,7 +153,8 @@ def test_codebook_training_reads_shard_samples_as_one_capped_sample(tmp_path, mo
     for k, part in enumerate(parts):
         paths.append(str(tmp_path / f"shard-{k}.npy"))
         np.save(paths[-1], part)
-    params = {"sample_descriptors": cap, "seed": 5, "words": 16, "iterations": 4}
+    params = {"sample_descriptors": cap, "seed": 5, "words": 16, "iterations": 4, "warm_start_share": 0.1,
+              "warm_start_iterations": 10}
     codebook = train_kind(paths, "sift", params, tmp_path / "codebook.parquet", log=lambda _: None)
     whole = np.concatenate(parts)
     if len(whole) > cap:
