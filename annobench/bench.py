@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from annobench.provenance import RECORDS
+from annobench.core.provenance import RECORDS
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO.parent / "shared" / "data" / "real"
@@ -87,7 +87,7 @@ def _seconds(work) -> float:
 
 
 def _codebook_targets() -> list[str]:
-    from annobench.config import load_config
+    from annobench.core.config import load_config
 
     kinds = load_config(REPO / "config" / "config.yaml")["features"]["bow"]["kinds"]
     return [f"out/artefacts/codebook_{kind}.parquet" for kind in kinds]
@@ -109,7 +109,7 @@ def write_inputs(workdir: Path, n_images: int) -> dict:
 
 def _write_pages(workdir: Path, ids: list[str]) -> dict:
     """Image k takes the k-th real (page, img src) pair of the kiwix crawl, on a copy of that page of its own."""
-    from annobench.page_map import derive_mapping
+    from annobench.text.page_map import derive_mapping
 
     real_rows = derive_mapping(KIWIX).mapping
     pages = _fresh_dir(workdir / "pages")
@@ -140,7 +140,7 @@ def _fresh_dir(path: Path) -> Path:
 
 def _codebook_scale(out_dir: Path, record: dict) -> float:
     """k-means time grows with the sample: how much bigger the configured sample is than this job's."""
-    from annobench.bow_stages import npy_shape
+    from annobench.visual.bow_stage import npy_shape
 
     full = record["params"]["settings"]["sample_descriptors"]
     rows = sum(npy_shape(out_dir / source["path"])[0] for source in record["inputs"])

@@ -15,8 +15,8 @@ from annobench import __version__
 
 
 def _inventory(args: argparse.Namespace) -> int:
-    from annobench.config import load_config
-    from annobench.inventory import InventoryError, build_inventory
+    from annobench.core.config import load_config
+    from annobench.sources.inventory import InventoryError, build_inventory
 
     overrides = {"input": {"images": args.images}} if args.images else None
     config = load_config(args.configfile, overrides)
@@ -44,9 +44,9 @@ def _feature(args: argparse.Namespace) -> int:
     import numpy as np
     import yaml
 
-    from annobench.config import deep_merge, load_config
-    from annobench.decode import DecodeLimits, ImageRejected, decode_image
-    from annobench.features import make_extractor, write_vectors
+    from annobench.core.config import deep_merge, load_config
+    from annobench.images.decode import DecodeLimits, ImageRejected, decode_image
+    from annobench.visual.stage import make_extractor, write_vectors
 
     overrides = {}
     for item in args.param:
@@ -76,7 +76,7 @@ def _feature(args: argparse.Namespace) -> int:
         print("annobench: nothing written; cannot use:\n  " + "\n  ".join(failed), file=sys.stderr)
         return 1
     if args.name == "dsift":
-        from annobench.dsift import DsiftParams, write_descriptors
+        from annobench.visual.dsift import DsiftParams, write_descriptors
 
         count = write_descriptors(ids, images, args.kind, DsiftParams.from_config(params), args.out)
         print(f"dsift {args.kind}: {count} descriptors of {len(ids)} image(s) -> {args.out}")
@@ -90,12 +90,12 @@ def _feature(args: argparse.Namespace) -> int:
 
 def _text(args: argparse.Namespace) -> int:
     """Text features of a folder of pages, outside Snakemake (one shard)."""
-    from annobench.config import load_config
-    from annobench.fingerprint import params_hash
-    from annobench.page_map import derive_mapping, write_mapping
-    from annobench.pages import PageLimits
-    from annobench.text_features import TextParams
-    from annobench.text_stage import extract_text, read_mapping, write_scofeat, write_text_tables
+    from annobench.core.config import load_config
+    from annobench.core.fingerprint import params_hash
+    from annobench.text.page_map import derive_mapping, write_mapping
+    from annobench.sources.pages import PageLimits
+    from annobench.text.features import TextParams
+    from annobench.text.stage import extract_text, read_mapping, write_scofeat, write_text_tables
 
     config = load_config(args.configfile)
     out = Path(args.out)
@@ -126,8 +126,8 @@ def _text(args: argparse.Namespace) -> int:
 
 def _index_archives(archives: list[str], config: dict, out: Path):
     """Index web archives into `out` (its warc tables and unresolved.csv): their pages and mapping CSV."""
-    from annobench.fingerprint import params_hash
-    from annobench.warc_index import IndexSettings, WarcPages, index_for, mapping_csv, write_unresolved, \
+    from annobench.core.fingerprint import params_hash
+    from annobench.sources.warc_index import IndexSettings, WarcPages, index_for, mapping_csv, write_unresolved, \
         write_warc_tables
 
     config["input"]["warc"], config["output"] = archives, str(out)
@@ -142,8 +142,8 @@ def _index_archives(archives: list[str], config: dict, out: Path):
 
 
 def _pages_map(args: argparse.Namespace) -> int:
-    from annobench.config import load_config
-    from annobench.page_map import derive_mapping, write_mapping
+    from annobench.core.config import load_config
+    from annobench.text.page_map import derive_mapping, write_mapping
 
     if args.warc:
         out = Path(args.out)
@@ -161,11 +161,11 @@ def _pages_map(args: argparse.Namespace) -> int:
 
 def _regions(args: argparse.Namespace) -> int:
     """Segmentation import, region features and relations for a folder, outside Snakemake (one shard)."""
-    from annobench.config import load_config
-    from annobench.decode import DecodeLimits, oriented_size
-    from annobench.fingerprint import params_hash
-    from annobench.inventory import InventoryError, walk_image_folder, check_unique_ids
-    from annobench.region_stage import (
+    from annobench.core.config import load_config
+    from annobench.images.decode import DecodeLimits, oriented_size
+    from annobench.core.fingerprint import params_hash
+    from annobench.sources.inventory import InventoryError, walk_image_folder, check_unique_ids
+    from annobench.regions.stage import (
         REGION_TABLES, STATS_TABLES, process_segmentations, read_ontology, region_statistics, saiapr_exports,
     )
 
@@ -185,7 +185,7 @@ def _regions(args: argparse.Namespace) -> int:
         args.kind, args.masks, images, sizes, options, args.stripe_fraction, parents,
         DecodeLimits.from_config(config["ingest"]), wanted=lambda image_id: True, log=lambda line: None,
     )
-    from annobench.region_stage import write_region_outputs
+    from annobench.regions.stage import write_region_outputs
 
     settings = {"kind": args.kind, "annotator": args.annotator, "stripe_fraction": args.stripe_fraction}
     tables = {name: str(out / "tables" / name / "shard-00000.parquet") for name in REGION_TABLES}
@@ -202,7 +202,7 @@ def _regions(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from annobench.release import main_audit
+    from annobench.release.assemble import main_audit
 
     return main_audit(args.release_dir, args.recompute)
 
@@ -225,11 +225,11 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     """Every measure of SPEC 8 for one run against a ground truth, as JSON."""
-    from annobench.benchmark_stage import json_bytes
-    from annobench.fsutil import write_bytes_atomic
-    from annobench.ground_truth import GroundTruthError, read_truth_csv, truth_matrix
-    from annobench.measures import evaluate, per_concept_table
-    from annobench.runs import RunFormatError, read_concepts, read_run
+    from annobench.benchmark.stage import json_bytes
+    from annobench.core.fsutil import write_bytes_atomic
+    from annobench.benchmark.ground_truth import GroundTruthError, read_truth_csv, truth_matrix
+    from annobench.benchmark.measures import evaluate, per_concept_table
+    from annobench.benchmark.runs import RunFormatError, read_concepts, read_run
 
     try:
         concepts = read_concepts(args.concepts)
@@ -259,16 +259,16 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _check_run(args: argparse.Namespace) -> int:
-    from annobench.runs import check_run_main
+    from annobench.benchmark.runs import check_run_main
 
     return check_run_main(args.concepts, args.run, args.concept_lists)
 
 
 def _label_stats(args: argparse.Namespace) -> int:
-    from annobench.benchmark_stage import json_bytes
-    from annobench.diagnostics import label_set_stats
-    from annobench.fsutil import write_bytes_atomic
-    from annobench.ground_truth import GroundTruthError, read_truth_csv
+    from annobench.benchmark.stage import json_bytes
+    from annobench.benchmark.diagnostics import label_set_stats
+    from annobench.core.fsutil import write_bytes_atomic
+    from annobench.benchmark.ground_truth import GroundTruthError, read_truth_csv
 
     try:
         train, test = read_truth_csv(args.train).label_sets(), read_truth_csv(args.test).label_sets()
@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     # One BLAS thread, as every workflow job has: sums in the same order give the same bytes.
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(variable, "1")
-    from annobench.config import ConfigError
+    from annobench.core.config import ConfigError
 
     args = build_parser().parse_args(argv)
     try:

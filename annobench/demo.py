@@ -18,7 +18,7 @@ from PIL import Image
 from skimage import data, filters, measure, morphology
 from skimage.draw import disk, polygon
 
-from annobench.decode import EXIF_ORIENTATION_TAG
+from annobench.images.decode import EXIF_ORIENTATION_TAG
 
 
 def _jpeg(pixels: np.ndarray, quality: int = 90, exif: Image.Exif | None = None) -> bytes:

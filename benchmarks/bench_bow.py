@@ -47,7 +47,7 @@ def ingest(work: Path, n_images: int) -> Path:
 def stored_images(out: Path):
     import pyarrow.parquet as pq
 
-    from annobench.resize import read_stored
+    from annobench.images.resize import read_stored
 
     rows = pq.read_table(out / "tables" / "images").to_pydict()
     return [read_stored(out / p) for p in rows["resized_path"]]
@@ -57,9 +57,9 @@ def speed(out: Path) -> None:
     import cv2
     import numpy as np
 
-    from annobench import bow
-    from annobench.bow_stages import encode_image
-    from annobench.dsift import KINDS, DsiftParams, describe, describe_plane
+    from annobench.visual import bow
+    from annobench.visual.bow_stage import encode_image
+    from annobench.visual.dsift import KINDS, DsiftParams, describe, describe_plane
 
     cv2.setNumThreads(1)
     params = DsiftParams()
@@ -102,9 +102,9 @@ def sample_child(out: str, kind: str) -> None:
     """Fresh process: the sampling stage of every shard, as the bow_sample jobs do."""
     import pyarrow.parquet as pq
 
-    from annobench.bow import sampling_plan
-    from annobench.bow_stages import sample_shard
-    from annobench.config import load_config
+    from annobench.visual.bow import sampling_plan
+    from annobench.visual.bow_stage import sample_shard
+    from annobench.core.config import load_config
 
     out_dir = Path(out)
     config = load_config()
@@ -119,7 +119,7 @@ def sample_child(out: str, kind: str) -> None:
 
 def train_child(out: str, kind: str) -> None:
     """Fresh process: train one codebook from the samples, report this process's peak memory."""
-    from annobench.bow_stages import train_kind
+    from annobench.visual.bow_stage import train_kind
 
     out_dir = Path(out)
     samples = [str(p) for p in sorted((out_dir / "work").glob(f"{kind}-*.npy"))]

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annobench.layout import resized_dir, shard_name, table_file
+from annobench.core.layout import resized_dir, shard_name, table_file
 from common import REPO, peak_rss_mb
 
 TEMPLATE = REPO / "results" / "demo"
@@ -51,7 +51,7 @@ class Replicator:
     """New ids, each standing for a template image, with the shard the workflow would give it."""
 
     def __init__(self, template: Path, n_images: int):
-        from annobench.inventory import shard_of
+        from annobench.sources.ids import shard_of
 
         self.template = template
         self.template_ids = sorted(pq.read_table(template / "tables" / "images", columns=["image_id"])
@@ -142,7 +142,7 @@ def synthetic_build(template: Path, n_images: int, out: Path) -> None:
 
 def child(build: Path, browse: Path, per_page: int, top_terms: int) -> None:
     """Runs in a fresh process: build the browser, print seconds and peak memory."""
-    from annobench.browse import build_browser
+    from annobench.release.browse import build_browser
 
     started = time.perf_counter()
     files = build_browser(build, browse, {"images_per_page": per_page, "top_terms": top_terms})

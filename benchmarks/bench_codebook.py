@@ -55,9 +55,9 @@ PHOTO_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp"}
 def write_sample(path: Path, n_rows: int) -> None:
     import numpy as np
 
-    from annobench.decode import DecodeLimits, decode_image
-    from annobench.dsift import DsiftParams, describe
-    from annobench.resize import resize_area
+    from annobench.images.decode import DecodeLimits, decode_image
+    from annobench.visual.dsift import DsiftParams, describe
+    from annobench.images.resize import resize_area
 
     real = SHARED / "data" / "real"
     if not real.is_dir():
@@ -123,7 +123,7 @@ def float32_nearest(sample, centres, pool):
     float32 product's rounding favours (as training assigned rows before the near-tie rule)."""
     import numpy as np
 
-    from annobench import bow
+    from annobench.visual import bow
 
     centres_sq = np.einsum("ij,ij->i", centres, centres)
     labels = np.empty(len(sample), dtype=np.int64)
@@ -144,7 +144,7 @@ def float32_nearest(sample, centres, pool):
 def _old_cluster_means(sample, labels, distances, pool):
     import numpy as np
 
-    from annobench import bow
+    from annobench.visual import bow
 
     def block_sums(start: int):
         block_labels = labels[start : start + bow.BLOCK_ROWS]
@@ -168,7 +168,7 @@ def _old_cluster_means(sample, labels, distances, pool):
 def _every_row_class():
     import numpy as np
 
-    from annobench import bow
+    from annobench.visual import bow
 
     class EveryRow(bow._Lloyd):
         """Training's steps with no row proven: all distances, near ties exact."""
@@ -185,7 +185,7 @@ def _every_row_class():
 def child(method: str, sample_path: str, threads: int, out: str) -> None:
     import numpy as np
 
-    from annobench import bow
+    from annobench.visual import bow
 
     sample = np.load(sample_path)
     cpu, wall = time.process_time(), time.perf_counter()
@@ -207,7 +207,7 @@ def mean_squared_distance(sample_path: Path, codebook) -> float:
     """Mean over the sample of a descriptor's squared distance to its nearest word."""
     import numpy as np
 
-    from annobench import bow
+    from annobench.visual import bow
 
     sample = np.load(sample_path, mmap_mode="r")
     total = 0.0
@@ -221,7 +221,7 @@ def same_words(sample_path: Path, first, second) -> float:
     """Share of the sample's descriptors that the two codebooks give the same word."""
     import numpy as np
 
-    from annobench.bow_stages import WordAssigner
+    from annobench.visual.bow_stage import WordAssigner
 
     sample = np.load(sample_path, mmap_mode="r")
     assign_first, assign_second = WordAssigner(first), WordAssigner(second)

@@ -36,7 +36,7 @@ def time_gist_on_lear_inputs(repeat: int) -> None:
     import numpy as np
     from PIL import Image
 
-    from annobench.gist import gist_from_square
+    from annobench.visual.gist import gist_from_square
 
     cv2.setNumThreads(1)
     inputs = sorted((SHARED / "reference" / "gist_lear" / "inputs").glob("*.png"))
@@ -57,9 +57,9 @@ def child(feature: str, workdir: str) -> None:
     import cv2
     import pyarrow.parquet as pq
 
-    from annobench.config import load_config
-    from annobench.features import make_extractor
-    from annobench.resize import read_stored
+    from annobench.core.config import load_config
+    from annobench.visual.stage import make_extractor
+    from annobench.images.resize import read_stored
 
     cv2.setNumThreads(1)
     out = Path(workdir, "out")

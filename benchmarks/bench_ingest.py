@@ -22,9 +22,9 @@ from common import REPO, bsds_photos, peak_rss_mb
 
 
 def in_process(photos: list[Path], repeat: int) -> None:
-    from annobench.config import load_config
-    from annobench.ingest import ingest_shard
-    from annobench.inventory import ImageSource
+    from annobench.core.config import load_config
+    from annobench.images.ingest import ingest_shard
+    from annobench.sources.listing import ImageSource
 
     sources = [ImageSource(p.stem, p.name, str(p)) for p in photos]
     config = load_config()

@@ -35,10 +35,10 @@ PHOTOS = {
 def child(source: str) -> None:
     """Runs in a fresh process: stream the segmentations as the workflow would,
     one photo (and its Lab image) in memory at a time."""
-    from annobench.decode import DecodeLimits, decode_image
-    from annobench.region_features import region_features, rgb_to_lab
-    from annobench.segmentations import Segmentation, import_segmentations
-    from annobench.spatial_relations import spatial_relations
+    from annobench.images.decode import DecodeLimits, decode_image
+    from annobench.regions.features import region_features, rgb_to_lab
+    from annobench.regions.segmentations import Segmentation, import_segmentations
+    from annobench.regions.relations import spatial_relations
 
     limits = DecodeLimits(max_pixels=10**8, min_width=1, min_height=1)
     files = {p.stem: p for p in PHOTOS[source].iterdir() if p.suffix.lower() in (".png", ".bmp", ".jpg")}

@@ -33,7 +33,7 @@ def make_inputs(work: Path, n_lines: int) -> None:
 
 
 def step(name: str, work: Path) -> None:
-    from annobench import runs
+    from annobench.benchmark import runs
 
     start = time.perf_counter()
     if name == "check":

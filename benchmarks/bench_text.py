@@ -14,10 +14,10 @@ import time
 
 from common import SHARED, peak_rss_mb
 
-from annobench.page_map import derive_mapping
-from annobench.pages import PageLimits, PageRejected, read_page
-from annobench.text_features import TextParams
-from annobench.text_stage import MappingRow, extract_text
+from annobench.text.page_map import derive_mapping
+from annobench.sources.pages import PageLimits, PageRejected, read_page
+from annobench.text.features import TextParams
+from annobench.text.stage import MappingRow, extract_text
 
 PAGES = SHARED / "data" / "real" / "pages"
 

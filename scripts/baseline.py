@@ -1,13 +1,13 @@
-"""Snakemake entry point of rule baselines; the work is in annobench.benchmark_stage."""
+"""Snakemake entry point of rule baselines; the work is in annobench.benchmark.stage."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.benchmark_stage import build_baseline  # noqa: E402
-from annobench.progress import job_log  # noqa: E402
-from annobench.provenance import raw_file, record_job  # noqa: E402
+from annobench.benchmark.stage import build_baseline  # noqa: E402
+from annobench.core.progress import job_log  # noqa: E402
+from annobench.core.provenance import raw_file, record_job  # noqa: E402
 
 inputs, outputs = dict(snakemake.input.items()), dict(snakemake.output.items())
 runs = snakemake.params.runs

@@ -1,4 +1,4 @@
-"""Snakemake entry point of rules bow_codebook_*; the work is in annobench.bow_stages."""
+"""Snakemake entry point of rules bow_codebook_*; the work is in annobench.visual.bow_stage."""
 
 import os
 import sys
@@ -12,14 +12,14 @@ for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.imports import keep_out  # noqa: E402
+from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.progress import job_log  # noqa: E402
-from annobench.provenance import record_job  # noqa: E402
+from annobench.core.progress import job_log  # noqa: E402
+from annobench.core.provenance import record_job  # noqa: E402
 
-from annobench.bow_stages import train_kind  # noqa: E402
+from annobench.visual.bow_stage import train_kind  # noqa: E402
 
 with job_log(snakemake.log[0]) as log:
     train_kind(

@@ -1,20 +1,20 @@
-"""Snakemake entry point of the rules feature_*; the work is in annobench.features."""
+"""Snakemake entry point of the rules feature_*; the work is in annobench.visual.stage."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.imports import keep_out  # noqa: E402
+from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.progress import job_log  # noqa: E402
-from annobench.provenance import record_job  # noqa: E402
+from annobench.core.progress import job_log  # noqa: E402
+from annobench.core.provenance import record_job  # noqa: E402
 
 import cv2  # noqa: E402
 
-from annobench.features import feature_shard  # noqa: E402
+from annobench.visual.stage import feature_shard  # noqa: E402
 
 cv2.setNumThreads(1)  # one core per job, see config.yaml
 with job_log(snakemake.log[0]) as log:

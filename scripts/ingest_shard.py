@@ -1,17 +1,17 @@
-"""Snakemake entry point of rule ingest_shard; the work is in annobench.ingest."""
+"""Snakemake entry point of rule ingest_shard; the work is in annobench.images.ingest."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.imports import keep_out  # noqa: E402
+from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.provenance import record_job  # noqa: E402
+from annobench.core.provenance import record_job  # noqa: E402
 
-from annobench.ingest import run_shard_job  # noqa: E402
+from annobench.images.ingest import run_shard_job  # noqa: E402
 
 raw = run_shard_job(
     config=snakemake.config,

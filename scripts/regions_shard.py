@@ -1,17 +1,17 @@
-"""Snakemake entry point of rule regions_shard; the work is in annobench.region_stage."""
+"""Snakemake entry point of rule regions_shard; the work is in annobench.regions.stage."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.imports import keep_out  # noqa: E402
+from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.provenance import record_job  # noqa: E402
+from annobench.core.provenance import record_job  # noqa: E402
 
-from annobench.region_stage import REGION_TABLES, run_regions_shard  # noqa: E402
+from annobench.regions.stage import REGION_TABLES, run_regions_shard  # noqa: E402
 
 raw = run_regions_shard(
     config=snakemake.config,

@@ -1,12 +1,12 @@
-"""Snakemake entry point of rule release; the work is in annobench.release."""
+"""Snakemake entry point of rule release; the work is in annobench.release.assemble."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.progress import job_log  # noqa: E402
-from annobench.release import assemble_release  # noqa: E402
+from annobench.core.progress import job_log  # noqa: E402
+from annobench.release.assemble import assemble_release  # noqa: E402
 
 with job_log(snakemake.log[0]) as log:
     count = assemble_release(

@@ -139,7 +139,7 @@ def msrc_kiwix_config(workdir: Path) -> Path:
     (page, img src) pair of the kiwix Wikipedia pages, the image labels as benchmark ground truth."""
     import yaml
 
-    from annobench.page_map import derive_mapping
+    from annobench.text.page_map import derive_mapping
 
     require_shared(MSRC)
     require_shared(KIWIX)

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from annobench import bow
-from annobench.dsift import DsiftParams, describe
-from annobench.resize import resize_area
-from annobench.decode import DecodeLimits, decode_image
+from annobench.visual import bow
+from annobench.visual.dsift import DsiftParams, describe
+from annobench.images.resize import resize_area
+from annobench.images.decode import DecodeLimits, decode_image
 from conftest import bsds_photos
 
 
@@ -99,7 +99,7 @@ def _stored_shard(tmp_path, photos):
     """A shard as the ingest stage leaves it: resized JPEGs and an images table naming them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from annobench.resize import encode
+    from annobench.images.resize import encode
 
     (tmp_path / "resized").mkdir()
     ids, paths = [], []
@@ -114,8 +114,8 @@ def _stored_shard(tmp_path, photos):
 
 
 def test_shard_sample_streamed_to_disk_equals_the_rows_chosen_in_memory(tmp_path):
-    from annobench.bow_stages import sample_shard
-    from annobench.resize import read_stored
+    from annobench.visual.bow_stage import sample_shard
+    from annobench.images.resize import read_stored
 
     table = _stored_shard(tmp_path, bsds_photos(3))
     outs = {kind: str(tmp_path / f"{kind}.npy") for kind in ("sift", "opponentsift")}
@@ -130,7 +130,7 @@ def test_shard_sample_streamed_to_disk_equals_the_rows_chosen_in_memory(tmp_path
 
 
 def test_a_failed_shard_sample_leaves_neither_outputs_nor_partial_files(tmp_path):
-    from annobench.bow_stages import sample_shard
+    from annobench.visual.bow_stage import sample_shard
 
     table = _stored_shard(tmp_path, bsds_photos(2))
     (tmp_path / "resized" / "p1.jpg").unlink()
@@ -143,8 +143,8 @@ def test_a_failed_shard_sample_leaves_neither_outputs_nor_partial_files(tmp_path
 @pytest.mark.parametrize("cap", [10**9, 700])
 def test_codebook_training_reads_shard_samples_as_one_capped_sample(tmp_path, monkeypatch, cap):
     """The sample equals all shards' rows concatenated, then a seeded choice of `cap` of them."""
-    from annobench import bow_stages
-    from annobench.bow_stages import train_kind
+    from annobench.visual import bow_stage as bow_stages
+    from annobench.visual.bow_stage import train_kind
 
     monkeypatch.setattr(bow_stages, "SAMPLE_CHUNK_ROWS", 128)  # many chunks per shard file
 
@@ -321,8 +321,8 @@ def test_word_sums_never_overflow_however_large_the_rows():
 BLAS_KERNEL_RUN = """
 import sys
 import numpy as np
-from annobench import bow
-from annobench.bow_stages import WordAssigner
+from annobench.visual import bow
+from annobench.visual.bow_stage import WordAssigner
 sample = np.load(sys.argv[1])
 codebook = bow.train_codebook(sample, 200, 12, seed=4)
 np.savez(sys.argv[2], codebook=codebook, words=WordAssigner(codebook)(sample), product=sample @ codebook.T)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 
-from annobench import bow
-from annobench.bow_stages import WordAssigner, bow_table_params, encode_image, encode_shard, read_codebook, write_codebook
-from annobench.decode import DecodeLimits, decode_image
-from annobench.dsift import KINDS, DsiftParams, describe
-from annobench.resize import read_stored, resize_area
+from annobench.visual import bow
+from annobench.visual.bow_stage import WordAssigner, bow_table_params, encode_image, encode_shard, read_codebook, write_codebook
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.visual.dsift import KINDS, DsiftParams, describe
+from annobench.images.resize import read_stored, resize_area
 from conftest import bsds_photos
 from test_bow import _stored_shard
 

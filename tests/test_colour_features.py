@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annobench.colour_features import (
+from annobench.visual.colour import (
     GetlfParams,
     colorhist,
     colour_bins,
@@ -15,8 +15,8 @@ from annobench.colour_features import (
     window_starts,
     write_projection,
 )
-from annobench.decode import DecodeLimits, decode_image
-from annobench.resize import resize_area
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.images.resize import resize_area
 from conftest import bsds_photos
 
 LIMITS = DecodeLimits(10**8, 32, 32)

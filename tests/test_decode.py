@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from annobench.decode import DecodeLimits, ImageRejected, decode_image
+from annobench.images.decode import DecodeLimits, ImageRejected, decode_image
 
 LIMITS = DecodeLimits(max_pixels=100_000_000, min_width=32, min_height=32, colour_management=True)
 IMAGE_ENDINGS = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".psd", ".pgm", ".pbm", ".jp2", ".webp", ".gif"}

@@ -273,8 +273,8 @@ def tables_named_by_code() -> set[str]:
     import importlib
 
     names = set()
-    for module, attribute in (("annobench.text_stage", "TEXT_TABLES"), ("annobench.region_stage", "REGION_TABLES"),
-                              ("annobench.region_stage", "STATS_TABLES"), ("annobench.features", "FEATURES")):
+    for module, attribute in (("annobench.text.stage", "TEXT_TABLES"), ("annobench.regions.stage", "REGION_TABLES"),
+                              ("annobench.regions.stage", "STATS_TABLES"), ("annobench.visual.stage", "FEATURES")):
         names.update(getattr(importlib.import_module(module), attribute, ()))
     bow = schema()["properties"]["features"]["properties"]["bow"]["properties"]["kinds"]["items"]["enum"]
     names.update(f"bow_{kind}" for kind in bow)

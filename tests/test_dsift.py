@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from annobench.cli import main
-from annobench.decode import DecodeLimits, decode_image
-from annobench.dsift import KINDS, DsiftParams, channels, describe, grid
-from annobench.resize import resize_area
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.visual.dsift import KINDS, DsiftParams, channels, describe, grid
+from annobench.images.resize import resize_area
 from conftest import bsds_photos
 
 LIMITS = DecodeLimits(10**8, 32, 32)
@@ -85,7 +85,7 @@ def test_dsift_command_writes_raw_descriptors(tmp_path):
 
 
 def test_several_kinds_at_once_give_each_kinds_own_descriptors_bit_for_bit():
-    from annobench.dsift import describe_kinds
+    from annobench.visual.dsift import describe_kinds
 
     params = DsiftParams()
     for rgb in stored_photos(3):

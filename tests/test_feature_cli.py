@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from annobench.cli import main
-from annobench.tables import read_metadata
+from annobench.core.tables import read_metadata
 from conftest import REPO, SHARED, require_shared
 
 

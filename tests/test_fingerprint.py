@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from annobench.fingerprint import _annobench_sources, _third_party_versions, code_fingerprint, params_hash
+from annobench.core.fingerprint import _annobench_sources, _third_party_versions, code_fingerprint, params_hash
 from conftest import REPO
 
 
@@ -11,8 +11,9 @@ def test_params_hash_ignores_key_order_and_sees_values():
 
 def test_script_fingerprint_covers_the_modules_it_imports_transitively():
     sources = {p.relative_to(REPO).as_posix() for p in _annobench_sources(REPO / "scripts" / "ingest_shard.py")}
-    # ingest_shard imports annobench.ingest, which imports decode, resize, tables, ...
-    for module in ("ingest", "decode", "resize", "tables", "fsutil", "inventory", "layout", "progress"):
+    # ingest_shard imports annobench.images.ingest, which imports decode, resize, tables, ...
+    for module in ("images/ingest", "images/decode", "images/resize", "core/tables", "core/fsutil",
+                   "sources/inventory", "core/layout", "core/progress"):
         assert f"annobench/{module}.py" in sources
     assert "annobench/demo.py" not in sources
 
@@ -23,7 +24,7 @@ def test_script_fingerprint_covers_library_versions():
 
 
 def test_fingerprint_changes_with_the_code(tmp_path, monkeypatch):
-    import annobench.fingerprint as fp
+    import annobench.core.fingerprint as fp
 
     package = tmp_path / "annobench"
     package.mkdir()

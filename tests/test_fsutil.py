@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from annobench.fsutil import atomic_path, partial_name, write_bytes_atomic
+from annobench.core.fsutil import atomic_path, partial_name, write_bytes_atomic
 
 
 def test_failure_leaves_neither_final_nor_partial(tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from annobench.gist import GistParams, gist, gist_from_square, square_input
+from annobench.visual.gist import GistParams, gist, gist_from_square, square_input
 from conftest import SHARED, require_shared
 
 REFERENCE = SHARED / "reference" / "gist_lear"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from annobench import ground_truth as gt
-from annobench.segmentations import Segmentation, import_segmentations
+from annobench.benchmark import ground_truth as gt
+from annobench.regions.segmentations import Segmentation, import_segmentations
 from conftest import REAL, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
@@ -36,7 +36,7 @@ def test_lifting_to_ancestors_adds_derived_rows_once(msrc_regions):
                "grass": "plant", "flower": "plant", "plant": "living"}
     vocabulary = gt.vocabulary_from_labels(msrc_regions["label"].dropna().unique(), parents)
     assert {"animal", "plant", "living"} <= {c.name for c in vocabulary}
-    from annobench.region_stage import label_path
+    from annobench.regions.stage import label_path
 
     regions = msrc_regions.assign(label_path=[label_path(label, parents) for label in msrc_regions["label"]])
     lifted = gt.truth_from_regions(regions, lift_to_ancestors=True).label_sets()

@@ -12,11 +12,11 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from annobench.config import load_config
-from annobench.ingest import ingest_shard
-from annobench.inventory import ImageSource
-from annobench.resize import read_stored
-from annobench.tables import IMAGES_SCHEMA, REJECTS_SCHEMA, read_metadata
+from annobench.core.config import load_config
+from annobench.images.ingest import ingest_shard
+from annobench.sources.listing import ImageSource
+from annobench.images.resize import read_stored
+from annobench.core.tables import IMAGES_SCHEMA, REJECTS_SCHEMA, read_metadata
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_empty_shard_writes_empty_tables(tmp_path):
 
 
 def test_duplicate_raw_files_are_found(tmp_path):
-    from annobench.duplicates import find_duplicates
+    from annobench.images.duplicates import find_duplicates
     from conftest import bsds_photos
 
     a, b = bsds_photos(2)

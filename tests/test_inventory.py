@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from annobench.config import load_config
-from annobench.inventory import (
+from annobench.core.config import load_config
+from annobench.sources.inventory import (
     InventoryError,
     build_inventory,
     list_images,

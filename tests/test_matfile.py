@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import REAL, require_shared
 
-from annobench.matfile import MatFileError, only_2d_array, read_mat, write_mat
+from annobench.regions.matfile import MatFileError, only_2d_array, read_mat, write_mat
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 BSDS = REAL / "segmentations" / "bsds500" / "groundTruth" / "train"

@@ -1,4 +1,4 @@
-"""Evaluation measures (annobench/measures.py) against independent computations.
+"""Evaluation measures (annobench/benchmark/measures.py) against independent computations.
 
 Real ground truth: the Mulan "scene" set (with a nearest-neighbour run made
 here in numpy) and MSRC-v2 photo labels derived from their regions (with a
@@ -18,8 +18,8 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from annobench import measures as M
-from annobench.segmentations import MSRC_V2_CLASSES, Segmentation, import_segmentations
+from annobench.benchmark import measures as M
+from annobench.regions.segmentations import MSRC_V2_CLASSES, Segmentation, import_segmentations
 from conftest import REAL, read_scene, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from annobench.croissant import LICENSE_NOT_GIVEN, croissant_license, release_tables, write_croissant
-from annobench.dataset_card import dataset_card, hf_license, write_dataset_card
+from annobench.release.croissant import LICENSE_NOT_GIVEN, croissant_license, release_tables, write_croissant
+from annobench.release.dataset_card import dataset_card, hf_license, write_dataset_card
 
 # Third-party noise: rdflib's JSON-LD parser and mlcroissant's Parquet reader use deprecated APIs.
 pytestmark = [

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from conftest import REAL, SHARED, require_shared
 
-from annobench.decode import DecodeLimits, decode_image
-from annobench.region_features import (
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.regions.features import (
     FEATURE_NAMES, REGION_FEATURES_SCHEMA, features_table, region_features, rgb_to_lab,
 )
-from annobench.segmentations import MSRC_V2_CLASSES, import_segmentations, split_imported
+from annobench.regions.segmentations import MSRC_V2_CLASSES, import_segmentations, split_imported
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 REFERENCE = SHARED / "reference" / "region_features" / "msrc_v2_carbonetto27.tsv"

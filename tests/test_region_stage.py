@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from annobench.cli import main
-from annobench.region_features import FEATURE_NAMES
-from annobench.region_stage import OntologyError, label_path, read_ontology
+from annobench.regions.features import FEATURE_NAMES
+from annobench.regions.stage import OntologyError, label_path, read_ontology
 from conftest import REAL, REPO, SHARED, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from annobench.release import CRATE, HEADER, JOBS, MANIFEST, audit, main_audit, read_jobs, read_manifest
+from annobench.release.assemble import CRATE, HEADER, JOBS, MANIFEST, audit, main_audit, read_jobs, read_manifest
 from conftest import demo_build_in, run_snakemake
 
 pytestmark = pytest.mark.slow

@@ -6,8 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from annobench.decode import DecodeLimits, decode_image
-from annobench.resize import encode, read_stored, resize_area, target_size
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.images.resize import encode, read_stored, resize_area, target_size
 from conftest import bsds_photos
 
 

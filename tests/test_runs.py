@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REAL, require_shared
 
-from annobench.runs import (
+from annobench.benchmark.runs import (
     Run,
     RunFormatError,
     check_run,
@@ -22,7 +22,7 @@ from annobench.runs import (
     write_concept_lists,
     write_run,
 )
-from annobench.tables import read_metadata
+from annobench.core.tables import read_metadata
 
 REAL_RUNS = REAL / "runs" / "imageclef2014_devel"
 RUN_NAMES = ["baseline_random_devel.res", "baseline_occurrence_devel_sift.res"]

@@ -11,10 +11,10 @@ import pytest
 from conftest import REAL, REAL_IMAGES, REPO, require_shared
 from PIL import Image
 
-from annobench.decode import DecodeLimits, decode_image
-from annobench.matfile import write_mat
-from annobench.region_features import region_features, rgb_to_lab
-from annobench.segmentations import (
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.regions.matfile import write_mat
+from annobench.regions.features import region_features, rgb_to_lab
+from annobench.regions.segmentations import (
     REGIONS_SCHEMA,
     SEGMENTATION_REJECTS_SCHEMA,
     Segmentation,
@@ -25,7 +25,7 @@ from annobench.segmentations import (
     split_imported,
     write_label_map,
 )
-from annobench.spatial_relations import spatial_relations
+from annobench.regions.relations import spatial_relations
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 BSDS = REAL / "segmentations" / "bsds500"

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 from conftest import REAL, require_shared
 
-from annobench.segmentations import import_segmentations, split_imported
-from annobench.spatial_relations import (
+from annobench.regions.segmentations import import_segmentations, split_imported
+from annobench.regions.relations import (
     SPATIAL_RELATIONS_SCHEMA,
     adjacent_pairs,
     relation_counts,

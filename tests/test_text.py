@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from annobench.cli import main
-from annobench.page_map import derive_mapping
-from annobench.pages import PageLimits, PageRejected, read_page
-from annobench.text_features import TextParams, scofeat_line
-from annobench.text_stage import MappingRow, extract_text
+from annobench.text.page_map import derive_mapping
+from annobench.sources.pages import PageLimits, PageRejected, read_page
+from annobench.text.features import TextParams, scofeat_line
+from annobench.text.stage import MappingRow, extract_text
 from conftest import REAL, require_shared
 
 PAGES = REAL / "pages"
@@ -147,8 +147,8 @@ def test_text_command_on_a_real_crawl(tmp_path):
 
 @pytest.mark.parametrize("page_id", ["/etc/passwd", "../outside.html", "a/../../outside.html", ""])
 def test_a_mapping_row_naming_a_page_outside_the_folder_is_refused(tmp_path, page_id):
-    from annobench.inventory import InventoryError
-    from annobench.text_stage import read_mapping
+    from annobench.sources.inventory import InventoryError
+    from annobench.text.stage import read_mapping
 
     mapping = tmp_path / "map.csv"
     mapping.write_text(f"image_id,page_id,img_src\nok,A/page.html,x.jpg\nbad,{page_id},x.jpg\n")
@@ -157,7 +157,7 @@ def test_a_mapping_row_naming_a_page_outside_the_folder_is_refused(tmp_path, pag
 
 
 def test_mapping_columns_may_come_in_any_order_and_page_url_is_optional(tmp_path):
-    from annobench.text_stage import MappingRow, read_mapping
+    from annobench.text.stage import MappingRow, read_mapping
 
     mapping = tmp_path / "map.csv"
     mapping.write_text("img_src,page_url,page_id,image_id\nx.jpg, http://a.org/p ,A/p.html,i1\n")

@@ -17,12 +17,12 @@ import yaml
 from conftest import REAL, REPO, require_shared, run_snakemake
 from warc_crawl import crawl, html_pages, wget_path
 
-from annobench.config import load_config
-from annobench.ingest import ingest_shard
-from annobench.inventory import ImageSource
-from annobench.page_map import derive_mapping, write_mapping
-from annobench.pages import PageLimits
-from annobench.warc_index import IndexSettings, build_index
+from annobench.core.config import load_config
+from annobench.images.ingest import ingest_shard
+from annobench.sources.listing import ImageSource
+from annobench.text.page_map import derive_mapping, write_mapping
+from annobench.sources.pages import PageLimits
+from annobench.sources.warc_index import IndexSettings, build_index
 
 PAGES = REAL / "pages"
 COLLECTIONS = ["dataset_popular", "kiwix_wikipedia"]
@@ -302,7 +302,7 @@ def test_ingest_reads_records_and_rejects_the_pixel_bomb(hostile_archive, tmp_pa
 
 
 def test_the_http_charset_decides_a_pages_encoding(hostile_archive):
-    from annobench.warc_index import WarcPages
+    from annobench.sources.warc_index import WarcPages
 
     index = build_index([str(hostile_archive["path"])], settings(), log=lambda line: None)
     page = WarcPages(index.pages).read(HOST + "cp1251.html", PageLimits())
@@ -337,7 +337,7 @@ def test_memory_stays_bounded_on_bombs(tmp_path):
         response(writer, HOST + "gzip-bomb.png", gzip_bomb(300 << 20), "image/png", [("Content-Encoding", "gzip")])
         response(writer, HOST + "huge.png", payload, "image/png", length=400 << 20)
         response(writer, HOST + "after.png", pixel_bomb_png(), "image/png")
-    code = ("import resource; from annobench.warc_index import build_index, IndexSettings;"
+    code = ("import resource; from annobench.sources.warc_index import build_index, IndexSettings;"
             "peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024; before = peak();"
             f"index = build_index([{str(path)!r}], IndexSettings(images='all', workers=1), log=lambda line: None);"
             "print(len(index.images), len(index.rejects), peak() - before)")
@@ -350,8 +350,9 @@ def test_memory_stays_bounded_on_bombs(tmp_path):
 
 def test_each_shards_part_of_the_catalogue_plans_as_the_whole_does(hostile_archive, tmp_path):
     """What a job reads (its shard's part) gives the listing and text plan the planning computed."""
-    from annobench.inventory import build_inventory, listing_fingerprint, shard_sources
-    from annobench.text_stage import archived_shard_plan, text_plan_for
+    from annobench.sources.inventory import build_inventory, shard_sources
+    from annobench.sources.listing import listing_fingerprint
+    from annobench.text.stage import archived_shard_plan, text_plan_for
 
     config = load_config(overrides={"output": str(tmp_path), "input": {"warc": str(hostile_archive["path"]),
                                                                        "segmentations": ""},
@@ -371,8 +372,8 @@ def test_each_shards_part_of_the_catalogue_plans_as_the_whole_does(hostile_archi
 
 
 def test_audit_notices_a_changed_record(hostile_archive, tmp_path):
-    from annobench.provenance import archived_file
-    from annobench.release import _check_archived
+    from annobench.core.provenance import archived_file
+    from annobench.release.assemble import _check_archived
 
     index = build_index([str(hostile_archive["path"])], settings(), log=lambda line: None)
     located = index.images[sorted(index.images)[0]]
@@ -401,7 +402,7 @@ def test_a_bad_record_does_not_lose_the_records_after_it(tmp_path):
 
 
 def test_a_folder_of_archives_and_a_missing_one(tmp_path):
-    from annobench.warc import list_archives
+    from annobench.sources.warc import list_archives
 
     (tmp_path / "a" / "b").mkdir(parents=True)
     for name in ("a/one.warc.gz", "a/b/two.warc", "a/notes.txt"):

@@ -20,8 +20,8 @@ import pytest
 import skimage.data
 import yaml
 
-from annobench.dsift import KINDS
-from annobench.resize import read_stored
+from annobench.visual.dsift import KINDS
+from annobench.images.resize import read_stored
 
 from conftest import REAL, REPO, REAL_IMAGES, bsds_photos, demo_sections, require_shared, run_snakemake, tree_bytes, write_image_list
 
@@ -204,7 +204,7 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
 
 
 def test_text_tables_are_the_same_bytes_with_one_or_two_cores(tmp_path):
-    from annobench.page_map import derive_mapping, write_mapping
+    from annobench.text.page_map import derive_mapping, write_mapping
 
     pages = require_shared(REAL / "pages" / "kiwix_wikipedia")
     write_mapping(derive_mapping(pages), tmp_path / "mapping.csv", tmp_path / "images.csv", pages)

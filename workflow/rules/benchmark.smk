@@ -1,7 +1,7 @@
 # The benchmark around the features (SPEC 8): ground truth, splits, baseline runs, their evaluation,
 # a leaderboard and diagnostics. Built when benchmark.ground_truth.source is set.
 
-from annobench import benchmark_stage
+from annobench.benchmark import stage as benchmark_stage
 
 BENCHMARK = config["benchmark"]
 BENCHMARK_ON = benchmark_stage.enabled(config)
@@ -92,7 +92,7 @@ if BASELINES:
         params:
             runs=BASELINES,
             settings=benchmark_stage.baseline_job_settings(config),
-            code=script_code("baseline.py", "annobench.baselines", "annobench.measures"),
+            code=script_code("baseline.py", "annobench.benchmark.baselines", "annobench.benchmark.measures"),
         threads: 1
         resources:
             mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,

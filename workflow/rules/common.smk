@@ -8,15 +8,15 @@ from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)  # annobench from this checkout
 
-from annobench import layout
-from annobench.bow import sampling_plan
-from annobench.config import ingest_params
-from annobench.features import FEATURES
-from annobench.fingerprint import code_fingerprint, folder_state, params_hash
-from annobench.inventory import InventoryError, build_inventory
-from annobench.text_stage import TEXT_TABLES, text_plan_for
-from annobench.region_stage import REGION_TABLES
-from annobench.warc_index import index_for, write_shard_slices
+from annobench.core import layout
+from annobench.visual.bow import sampling_plan
+from annobench.core.config import ingest_params
+from annobench.visual.stage import FEATURES
+from annobench.core.fingerprint import code_fingerprint, folder_state, params_hash
+from annobench.sources.inventory import InventoryError, build_inventory
+from annobench.text.stage import TEXT_TABLES, text_plan_for
+from annobench.regions.stage import REGION_TABLES
+from annobench.sources.warc_index import index_for, write_shard_slices
 
 OUT = config["output"]
 

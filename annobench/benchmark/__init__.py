@@ -1,0 +1,7 @@
+"""The benchmark built around the features. Takes the images, regions and
+feature tables and a vocabulary with its ground truth; gives the `concepts`,
+`ground_truth` and `splits` tables, the nearest neighbours of each test
+image, baseline runs in the ImageCLEF forms (runs), their evaluation by
+the ImageCLEF and Dutta measures (measures), the `concept_results` and
+`leaderboard` tables and the diagnostics beside them.
+"""

@@ -1,0 +1,7 @@
+"""What every stage uses. Takes nothing from the stages above it; gives them
+the config and its schema (config), where outputs go (layout), how tables
+are written (tables: Parquet with their parameters in the metadata), atomic
+writes (fsutil), progress lines and job logs (progress), the hashes that
+decide when an output is stale (fingerprint), keeping unused libraries out
+of a job (imports), and each job's provenance record (provenance).
+"""

@@ -1,0 +1,75 @@
+"""Loading and validating the build configuration outside Snakemake.
+
+The Snakefile validates `config` against `config/config.schema.yaml` with
+Snakemake's own validator; this module applies the very same schema (and its
+defaults) for the command line and the tests.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+REPO_DIR = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO_DIR / "config" / "config.schema.yaml"
+DEFAULT_CONFIG_PATH = REPO_DIR / "config" / "config.yaml"
+
+
+class ConfigError(ValueError):
+    """The configuration does not follow config/config.schema.yaml."""
+
+
+def validate_config(config: dict) -> dict:
+    """Validate in place (filling defaults) and return the config."""
+    import jsonschema
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    if not SCHEMA_PATH.is_file():
+        raise FileNotFoundError(
+            f"config schema not found at {SCHEMA_PATH}; install annobench from a "
+            "checkout with 'pip install -e .'"
+        )
+    try:
+        validate(config, str(SCHEMA_PATH), set_default=True)
+    except WorkflowError as error:
+        cause = error.__cause__ or error.__context__
+        if isinstance(cause, jsonschema.ValidationError):
+            where = "/".join(map(str, cause.absolute_path)) or "(top level)"
+            raise ConfigError(f"config {where}: {cause.message}") from None
+        raise
+    return config
+
+
+def load_config(path: Path | str | None = None, overrides: dict | None = None) -> dict:
+    """Read a config file (default: config/config.yaml), merge overrides, validate."""
+    path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
+    with open(path, encoding="utf-8") as handle:
+        config = yaml.safe_load(handle) or {}
+    if overrides:
+        config = deep_merge(config, overrides)
+    return validate_config(config)
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    merged = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def ingest_params(config: dict) -> dict:
+    """The parameters that decide the content of the images/rejects tables and resized files."""
+    # How ids are made is not here: the ids are in each shard's listing fingerprint.
+    params = {
+        "ingest": {key: value for key, value in config["ingest"].items() if key != "image_id"},
+        "resize": config["resize"],
+    }
+    if config["input"]["warc"]:  # how archived images are read
+        params["warc"] = {"max_image_bytes": config["warc"]["max_image_bytes"]}
+    return params

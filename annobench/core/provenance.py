@@ -1,0 +1,135 @@
+"""What each job read and wrote, recorded as it runs; the release builds its lineage from these.
+
+Every rule's script ends with `record_job(snakemake, ...)`: a JSON record
+under `provenance/jobs/` naming the rule, its wildcards and params (the
+config it used, its code fingerprint), and the sha256 and size of every
+input and output file (folders expanded to their files). Files inside the
+output folder are named by their path relative to it, so records do not
+depend on where the build lives; raw inputs outside it (photos, pages,
+segmentations) are named by the path the user gave, with their absolute
+path beside it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import resource
+from pathlib import Path
+
+from annobench import __version__
+from annobench.core.fsutil import write_bytes_atomic
+
+RECORDS = "provenance/jobs"
+CHUNK = 1 << 20
+
+
+def sha256_file(path: Path | str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def describe_file(path: Path | str, out_dir: Path | str) -> dict:
+    path = Path(path)
+    return {"path": build_relative(path, out_dir), "sha256": sha256_file(path), "size": path.stat().st_size}
+
+
+def build_relative(path: Path | str, out_dir: Path | str) -> str:
+    path, out_dir = Path(os.path.abspath(path)), Path(os.path.abspath(out_dir))
+    return path.relative_to(out_dir).as_posix() if out_dir in path.parents else str(path)
+
+
+def files_of(paths) -> list[Path]:
+    """Files named by Snakemake inputs/outputs, folders expanded (sorted; hidden files such as
+    Snakemake's .snakemake_timestamp markers are not data)."""
+    found = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")))
+        elif path.is_file():
+            found.append(path)
+    return found
+
+
+def raw_file(path: Path | str, given_as: str, sha256: str | None = None, role: str = "raw",
+             key: str | None = None) -> dict:
+    """A raw input: as the user named it, where it was, and its hash (computed unless known).
+
+    key: the id the file has in the dataset (an image's image_id), when it has one.
+    """
+    path = Path(path)
+    exists = path.is_file()
+    return {
+        "key": key,
+        "path": given_as,
+        "absolute_path": str(path.resolve()) if exists else str(path),
+        "sha256": sha256 if sha256 else (sha256_file(path) if exists else None),
+        "size": path.stat().st_size if exists else None,
+        "role": role,
+    }
+
+
+def archived_file(ref, address: str, role: str, key: str | None, sha256: str | None = None) -> dict:
+    """A raw input read from a web-archive record (warc.RecordRef): the archive, the record's id,
+    offset and declared payload digest, and the sha256 of the payload as used."""
+    return {
+        "key": key,
+        "path": address,
+        "absolute_path": os.path.abspath(ref.warc),
+        "sha256": sha256 or ref.sha256 or None,
+        "size": ref.size or None,
+        "role": role,
+        "warc": {"file": ref.warc, "record_id": ref.record_id, "offset": ref.offset,
+                 "payload_digest": ref.payload_digest},
+    }
+
+
+def job_usage(resources: dict) -> dict:
+    """This job's own peak memory and CPU time (exact, unlike sampling from outside), and what it declared."""
+    from annobench.core import progress
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+        "startup_cpu_seconds": None if progress.startup_cpu_seconds is None else round(progress.startup_cpu_seconds, 3),
+        "declared_mem_mb": resources.get("mem_mb"),
+        # Snakemake reads mem_mb as 10^6 bytes and derives mem_mib; SLURM's --mem is MiB.
+        "declared_mem_mib": resources.get("mem_mib"),
+    }
+
+
+def record_name(rule: str, wildcards: dict) -> str:
+    suffix = "-".join(f"{value}" for _, value in sorted(wildcards.items()))
+    return f"{rule}-{suffix}" if suffix else rule
+
+
+def record_job(snakemake, raw_inputs: list[dict] | None = None) -> Path:
+    """Write the provenance record of the running Snakemake job; returns its path."""
+    out_dir = Path(snakemake.config["output"])
+    wildcards = dict(snakemake.wildcards.items())
+    params = {key: value for key, value in snakemake.params.items()}
+    record = {
+        "rule": snakemake.rule,
+        "wildcards": wildcards,
+        "params": params,
+        "inputs": [describe_file(p, out_dir) for p in files_of(snakemake.input)],
+        "outputs": [describe_file(p, out_dir) for p in files_of(snakemake.output)],
+        "raw_inputs": sorted(raw_inputs or [], key=lambda r: (r["path"], r["role"])),
+        "annobench": __version__,
+        "python": platform.python_version(),
+        "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "usage": job_usage(dict(snakemake.resources.items())),
+        "host": platform.node(),
+        # Which cluster job ran it, to match against the scheduler's accounting (sacct).
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+    }
+    path = out_dir / RECORDS / f"{record_name(snakemake.rule, wildcards)}.json"
+    write_bytes_atomic(path, json.dumps(record, indent=1, sort_keys=True, default=str).encode("utf-8"))
+    return path

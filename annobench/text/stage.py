@@ -1,0 +1,331 @@
+"""Text features for the workflow: the page mapping, one image shard's pages, the tables.
+
+The mapping (image_id, page_id, img_src[, page_url]) says where each image
+appeared; page_id is the page file's path under the pages folder, or for
+pages read from web archives (input.warc) the page's address. Work is
+split by image shard (the shard of the image_id, as for every other table),
+so a page is parsed by each shard that has an image on it; its cleaned copy
+and its `pages` row are written once, by its owner: the shard of the
+smallest image_id on it.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import pyarrow as pa
+
+from annobench.core import layout
+from annobench.core.fingerprint import file_state
+from annobench.sources.ids import shard_of
+from annobench.sources.inventory import InventoryError
+from annobench.sources.page_images import page_base
+from annobench.sources.pages import Page, PageLimits, PageRejected, read_page
+from annobench.core.progress import Progress, job_log
+from annobench.core.tables import field as column, rows_to_table, write_table
+from annobench.text.features import (
+    TextParams, not_found_reason, occurrence_scores, occurrences, page_words, top_terms,
+)
+
+TEXT_TABLES = ("text_terms", "image_urls", "pages", "pages_xml", "text_rejects")
+
+SCHEMAS = {
+    "text_terms": pa.schema([
+        column("image_id", pa.string(), "key of the image"),
+        column("term", pa.string(), "a term near the image"),
+        column("score", pa.float32(), "normalised weight: an image's scores sum to 1 over all its terms"),
+        column("rank", pa.int16(), "1 = the term with the highest score"),
+    ]),
+    "image_urls": pa.schema([
+        column("image_id", pa.string(), "key of the image"),
+        column("page_id", pa.string(), "page the image appeared in (path under the pages folder)"),
+        column("img_src", pa.string(), "the src exactly as written in the page"),
+        column("url", pa.string(), "img_src resolved against the page's address", nullable=True),
+        column("occurrences", pa.int32(), "<img> elements of the page showing it"),
+    ]),
+    "pages": pa.schema([
+        column("page_id", pa.string(), "path of the page under the pages folder"),
+        column("encoding", pa.string(), "character encoding the page was read with", nullable=True),
+        column("title", pa.string(), "text of the page's <title>", nullable=True),
+        column("status", pa.string(), "ok, or why the page could not be used"),
+    ]),
+    "pages_xml": pa.schema([
+        column("page_id", pa.string(), "path of the page under the pages folder"),
+        column("xml", pa.string(), "the page as well-formed XML, without scripts, styles and comments"),
+    ]),
+    "text_rejects": pa.schema([
+        column("image_id", pa.string(), "key of the image"),
+        column("page_id", pa.string(), "the page concerned"),
+        column("reason", pa.string(), "why the image has no text from this page"),
+    ]),
+}
+
+
+class MappingRow(NamedTuple):
+    """One image on one page. A tuple, so a million of them sort and dedupe fast at plan time."""
+
+    image_id: str
+    page_id: str
+    img_src: str
+    page_url: str = ""
+
+
+class FolderPages:
+    """Pages saved as files under a folder; page_id is the path under it."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    def state(self, page_id: str) -> str:
+        return file_state(os.path.join(self.root, page_id))
+
+    def read(self, page_id: str, limits: PageLimits) -> Page:
+        return read_page(page_id, self.root / page_id, limits)
+
+    def raw_input(self, page_id: str) -> dict:
+        from annobench.core.provenance import raw_file
+
+        return raw_file(self.root / page_id, page_id, role="page")
+
+
+@dataclass
+class TextPlan:
+    n_shards: int
+    shards: list[list[MappingRow]]
+    owners: dict[str, int]  # page_id -> shard that writes its copy
+    pages: FolderPages  # or warc_index.WarcPages: state, read and raw_input of a page_id
+    _fingerprints: dict[int, str] = field(default_factory=dict, repr=False)
+    _page_states: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def fingerprint(self, shard: int) -> str:
+        """Mapping rows of the shard and size/mtime of their pages: what decides its outputs."""
+        if shard not in self._fingerprints:
+            digest = hashlib.sha256(f"shards={self.n_shards}\n".encode())
+            digest.update("".join(
+                f"{row.image_id}\t{row.page_id}\t{row.img_src}\t{row.page_url}\t{self._page_state(row.page_id)}\n"
+                for row in self.shards[shard]).encode())
+            self._fingerprints[shard] = digest.hexdigest()
+        return self._fingerprints[shard]
+
+    def _page_state(self, page_id: str) -> str:
+        """Each page is stat'ed once, however many images and shards it serves."""
+        state = self._page_states.get(page_id)
+        if state is None:
+            state = self._page_states[page_id] = self.pages.state(page_id)
+        return state
+
+
+def read_mapping(path: Path | str) -> list[MappingRow]:
+    path = Path(path)
+    if not path.is_file():
+        raise InventoryError(f"page mapping {path} does not exist")
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, [])
+        missing = {"image_id", "page_id", "img_src"} - set(header)
+        if missing:
+            raise InventoryError(f"page mapping {path} needs columns image_id,page_id,img_src; missing {sorted(missing)}")
+        columns = [header.index(name) for name in ("image_id", "page_id", "img_src")]
+        url = header.index("page_url") if "page_url" in header else None
+        rows = [_mapping_row(record, columns, url) for record in reader if record]
+    bad = next((r for r in rows if not r.image_id or not _inside_folder(r.page_id)), None)
+    if bad:
+        raise InventoryError(f"page mapping {path}: unusable row {bad} (empty id or a page outside the folder)")
+    return rows
+
+
+def _mapping_row(record: list[str], columns: list[int], url: int | None) -> MappingRow:
+    padded = record + [""] * (len(columns) + 1)  # short rows read as empty fields, as DictReader did
+    page_url = padded[url].strip() if url is not None else ""
+    return MappingRow(padded[columns[0]], padded[columns[1]], padded[columns[2]], page_url)
+
+
+def _inside_folder(page_id: str) -> bool:
+    return bool(page_id) and not page_id.startswith("/") and ".." not in page_id.split("/")
+
+
+def build_text_plan(mapping, pages, n_shards: int) -> TextPlan:
+    """mapping: a mapping CSV or its rows; pages: a folder of saved pages, or a page store
+    (FolderPages, warc_index.WarcPages)."""
+    pages = FolderPages(pages) if isinstance(pages, (str, Path)) else pages
+    rows = sorted(set(read_mapping(mapping) if isinstance(mapping, (str, Path)) else mapping))  # image, page, src, url
+    shards: list[list[MappingRow]] = [[] for _ in range(n_shards)]
+    owners: dict[str, int] = {}
+    image_id, shard = None, 0
+    for row in rows:  # sorted by image_id: the first image seen on a page is its smallest
+        if row.image_id != image_id:
+            image_id, shard = row.image_id, shard_of(row.image_id, n_shards)
+        shards[shard].append(row)
+        owners.setdefault(row.page_id, shard)
+    return TextPlan(n_shards=n_shards, shards=shards, owners=owners, pages=pages)
+
+
+def page_sources(config: dict) -> tuple[Path | str | list[MappingRow], object]:
+    """The page mapping and the pages of a config: input.page_map and input.pages, or what
+    input.warc's archives hold (their mapping derived by warc_index)."""
+    inputs = config["input"]
+    if inputs["warc"]:
+        from annobench.sources.warc_index import WarcPages, index_for
+
+        index = index_for(config)
+        return [MappingRow(*row) for row in index.mapping], WarcPages(index.pages)
+    return inputs["page_map"], FolderPages(inputs["pages"])
+
+
+def archived_shard_plan(config: dict, shard: int) -> TextPlan:
+    """The text plan of one shard of a build from web archives, from the shard's part of the
+    catalogue (warc_index.shard_slice): its rows, pages and their owners, nothing of other shards."""
+    from annobench.sources.warc_index import WarcPages, shard_slice
+
+    part = shard_slice(config, shard)
+    shards: list[list[MappingRow]] = [[] for _ in range(part.n_shards)]
+    shards[shard] = sorted(set(MappingRow(*row) for row in part.mapping))
+    return TextPlan(n_shards=part.n_shards, shards=shards, owners=part.owners, pages=WarcPages(part.pages))
+
+
+def read_mapping_table(path: Path | str) -> list[MappingRow]:
+    """The rows of a mapping table (tables/warc_page_map/all.parquet)."""
+    import pyarrow.parquet as pq
+
+    columns = pq.read_table(path, columns=["image_id", "page_id", "img_src", "page_url"]).to_pydict()
+    return [MappingRow(*row) for row in zip(*columns.values())]
+
+
+def text_plan_for(config: dict, n_shards: int) -> TextPlan | None:
+    """The text plan of a build, or None when it has no pages."""
+    if not (config["input"]["page_map"] or config["input"]["warc"]):
+        return None
+    mapping, pages = page_sources(config)
+    return build_text_plan(mapping, pages, n_shards)
+
+
+@dataclass
+class TextResult:
+    tables: dict[str, list[dict]]
+    terms_by_image: dict[str, list[tuple[str, float]]]
+
+
+def extract_text(
+    rows: list[MappingRow], pages, params: TextParams, limits: PageLimits,
+    owned: Callable[[str], bool] = lambda page_id: True, log: Callable[[str], None] = print,
+    every_seconds: float = 10.0,
+) -> TextResult:
+    """Text features of the images in `rows`, from their pages (a folder or a page store), with every
+    problem reported."""
+    pages = FolderPages(pages) if isinstance(pages, (str, Path)) else pages
+    by_page: dict[str, list[MappingRow]] = defaultdict(list)
+    for row in rows:
+        by_page[row.page_id].append(row)
+    tables: dict[str, list[dict]] = {name: [] for name in TEXT_TABLES}
+    scores: dict[str, dict[str, float]] = {}
+    progress = Progress("text pages", len(by_page), log, every_seconds)
+    for page_id in sorted(by_page):
+        page_rows = by_page[page_id]
+        try:
+            page = pages.read(page_id, limits)
+        except PageRejected as error:
+            tables["text_rejects"].extend(
+                {"image_id": r.image_id, "page_id": page_id, "reason": f"page unusable: {error}"} for r in page_rows
+            )
+            if owned(page_id):
+                tables["pages"].append({"page_id": page_id, "encoding": None, "title": None, "status": str(error)})
+            progress.step(rejected=True)
+            continue
+        if owned(page_id):
+            tables["pages"].append({"page_id": page_id, "encoding": page.encoding, "title": page.title, "status": "ok"})
+            tables["pages_xml"].append({"page_id": page_id, "xml": page.to_xml()})
+        words = page_words(page, params)
+        for row in page_rows:
+            base = page_base(page, row.page_url)
+            found = occurrences(words, row.img_src, base)
+            tables["image_urls"].append({
+                "image_id": row.image_id, "page_id": page_id, "img_src": row.img_src,
+                "url": _resolved(row.img_src, base), "occurrences": len(found),
+            })
+            if not found:
+                tables["text_rejects"].append(
+                    {"image_id": row.image_id, "page_id": page_id, "reason": not_found_reason(row.img_src, base)}
+                )
+                continue
+            image_scores = scores.setdefault(row.image_id, {})
+            for element in found:
+                for term, value in occurrence_scores(words, element, params).items():
+                    image_scores[term] = image_scores.get(term, 0.0) + value
+        progress.step()
+    terms_by_image = {}
+    for image_id in sorted({r.image_id for r in rows}):
+        ranked = top_terms(scores.get(image_id, {}), params)
+        if image_id in scores and not ranked:
+            tables["text_rejects"].append({"image_id": image_id, "page_id": "", "reason": "no terms near the image"})
+        terms_by_image[image_id] = ranked
+        tables["text_terms"].extend(
+            {"image_id": image_id, "term": term, "score": score, "rank": rank}
+            for rank, (term, score) in enumerate(ranked, start=1)
+        )
+    progress.finish()
+    for name in ("text_rejects", "image_urls"):
+        tables[name].sort(key=lambda r: (r["image_id"], r["page_id"], r.get("img_src", ""), r.get("reason", "")))
+    return TextResult(tables=tables, terms_by_image=terms_by_image)
+
+
+def _resolved(img_src: str, base: str) -> str | None:
+    from annobench.sources.page_images import normalise_url
+
+    try:
+        return normalise_url(img_src, base)
+    except ValueError:
+        return None
+
+
+def write_text_tables(result: TextResult, out_dir: Path | str, shard: int | str, params_hash: str) -> None:
+    for name in TEXT_TABLES:
+        path = Path(out_dir) / layout.table_file(name, shard)
+        write_table(rows_to_table(result.tables[name], SCHEMAS[name]), path, name, params_hash)
+
+
+def run_text_shard(config: dict, shard: int, n_shards: int, expected_fingerprint: str, params_hash: str,
+                   log_path: Path) -> list[dict]:
+    """What the Snakemake rule runs: rebuild the plan, check it is the planned one, extract, write.
+
+    Returns the pages read, with their hashes, for the provenance record.
+    """
+    from annobench.sources.listing import ListingChanged
+
+    with job_log(log_path) as log:
+        plan = text_plan_for(config, n_shards) if not config["input"]["warc"] else archived_shard_plan(config, shard)
+        if plan.fingerprint(shard) != expected_fingerprint:
+            raise ListingChanged(f"the pages or mapping rows of shard {shard} changed after the workflow was planned")
+        result = extract_text(
+            plan.shards[shard], plan.pages, TextParams.from_config(config["text"]),
+            PageLimits.from_config(config["text"]), owned=lambda page_id: plan.owners[page_id] == shard,
+            log=log, every_seconds=config["progress"]["log_every_seconds"],
+        )
+        write_text_tables(result, config["output"], shard, params_hash)
+    return [plan.pages.raw_input(page_id) for page_id in sorted({row.page_id for row in plan.shards[shard]})]
+
+
+def write_scofeat(text_terms_tables: list[str], out_path: Path | str, iids_path: Path | str) -> int:
+    """The legacy WEBUPV `.scofeat` of all images (sorted by id) and the matching `*_iids.txt`."""
+    import pyarrow.parquet as pq
+
+    from annobench.core.fsutil import write_bytes_atomic
+    from annobench.text.features import scofeat_line
+
+    lines: dict[str, str] = {}
+    for path in text_terms_tables:
+        table = pq.read_table(path).to_pydict()
+        by_image: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        for image_id, term, score in zip(table["image_id"], table["term"], table["score"]):
+            by_image[image_id].append((term, score))  # rows are in rank order
+        for image_id, terms in by_image.items():
+            lines[image_id] = scofeat_line(image_id, terms)
+    order = sorted(lines)
+    write_bytes_atomic(out_path, "".join(lines[i] + "\n" for i in order).encode("utf-8"))
+    write_bytes_atomic(iids_path, "".join(i + "\n" for i in order).encode("utf-8"))
+    return len(order)
