@@ -166,7 +166,8 @@ def _regions(args: argparse.Namespace) -> int:
     from annobench.core.fingerprint import params_hash
     from annobench.sources.inventory import InventoryError, walk_image_folder, check_unique_ids
     from annobench.regions.stage import (
-        REGION_TABLES, STATS_TABLES, process_segmentations, read_ontology, region_statistics, saiapr_exports,
+        REGION_TABLES, STATS_TABLES, RegionSettings, process_segmentations, read_ontology, region_statistics,
+        saiapr_exports, write_region_outputs,
     )
 
     config = load_config(args.configfile)
@@ -178,15 +179,14 @@ def _regions(args: argparse.Namespace) -> int:
         return 2
     images = {s.image_id: s.path for s in sources}
     sizes = {image_id: size for image_id, path in images.items() if (size := oriented_size(path))}
-    parents = read_ontology(args.ontology) if args.ontology else {}
-    options = {"annotator": args.annotator} if args.kind == "bsds" else {}
-    out = Path(args.out)
-    result = process_segmentations(
-        args.kind, args.masks, images, sizes, options, args.stripe_fraction, parents,
-        DecodeLimits.from_config(config["ingest"]), wanted=lambda image_id: True, log=lambda line: None,
+    region_settings = RegionSettings(
+        kind=args.kind, options={"annotator": args.annotator} if args.kind == "bsds" else {},
+        stripe_fraction=args.stripe_fraction, parents=read_ontology(args.ontology) if args.ontology else {},
+        limits=DecodeLimits.from_config(config["ingest"]),
     )
-    from annobench.regions.stage import write_region_outputs
-
+    out = Path(args.out)
+    result = process_segmentations(region_settings, args.masks, images, sizes, wanted=lambda image_id: True,
+                                   log=lambda line: None)
     settings = {"kind": args.kind, "annotator": args.annotator, "stripe_fraction": args.stripe_fraction}
     tables = {name: str(out / "tables" / name / "shard-00000.parquet") for name in REGION_TABLES}
     write_region_outputs(result, tables, out / "segmentations" / "shard-00000", params_hash(settings))
@@ -202,7 +202,7 @@ def _regions(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from annobench.release.assemble import main_audit
+    from annobench.release.audit import main_audit
 
     return main_audit(args.release_dir, args.recompute)
 

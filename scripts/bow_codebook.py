@@ -1,4 +1,4 @@
-"""Snakemake entry point of rules bow_codebook_*; the work is in annobench.visual.bow_stage."""
+"""Snakemake entry point of rules bow_codebook_*; the work is annobench.visual.bow_stage.bow_codebook_job."""
 
 import os
 import sys
@@ -16,18 +16,7 @@ from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.core.progress import job_log  # noqa: E402
-from annobench.core.provenance import record_job  # noqa: E402
+from annobench.core.jobs import run_snakemake_job  # noqa: E402
+from annobench.visual.bow_stage import bow_codebook_job  # noqa: E402
 
-from annobench.visual.bow_stage import train_kind  # noqa: E402
-
-with job_log(snakemake.log[0]) as log:
-    train_kind(
-        sample_paths=list(snakemake.input),
-        kind=snakemake.params.kind,
-        params=snakemake.params.settings,
-        out_path=snakemake.output[0],
-        log=log,
-        threads=snakemake.threads,
-    )
-record_job(snakemake)
+run_snakemake_job(snakemake, bow_codebook_job)

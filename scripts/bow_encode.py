@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule feature_bow; the work is in annobench.visual.bow_stage."""
+"""Snakemake entry point of rule feature_bow; the work is annobench.visual.bow_stage.bow_encode_job."""
 
 import sys
 from pathlib import Path
@@ -9,22 +9,11 @@ from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.core.progress import job_log  # noqa: E402
-from annobench.core.provenance import record_job  # noqa: E402
-
 import cv2  # noqa: E402
 
-from annobench.visual.bow_stage import encode_shard  # noqa: E402
-
 cv2.setNumThreads(1)  # one core per job, see config.yaml
-with job_log(snakemake.log[0]) as log:
-    encode_shard(
-        images_table=snakemake.input.images,
-        out_dir=snakemake.config["output"],
-        codebook_paths=dict(zip(snakemake.params.settings["kinds"], snakemake.input.codebooks)),
-        params=snakemake.params.settings,
-        out_paths={kind: snakemake.output[kind] for kind in snakemake.params.settings["kinds"]},
-        log=log,
-        every_seconds=snakemake.config["progress"]["log_every_seconds"],
-    )
-record_job(snakemake)
+
+from annobench.core.jobs import run_snakemake_job  # noqa: E402
+from annobench.visual.bow_stage import bow_encode_job  # noqa: E402
+
+run_snakemake_job(snakemake, bow_encode_job)

@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule getlf_projection; the work is in annobench.visual.colour."""
+"""Snakemake entry point of rule getlf_projection; the work is annobench.visual.stage.getlf_projection_job."""
 
 import sys
 from pathlib import Path
@@ -9,12 +9,7 @@ from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.core.progress import job_log  # noqa: E402
-from annobench.core.provenance import record_job  # noqa: E402
+from annobench.core.jobs import run_snakemake_job  # noqa: E402
+from annobench.visual.stage import getlf_projection_job  # noqa: E402
 
-from annobench.visual.colour import write_projection  # noqa: E402
-
-with job_log(snakemake.log[0]) as log:
-    projection = write_projection(snakemake.params.settings, snakemake.output[0])
-    log(f"{projection.shape[0]} projection vectors over {projection.shape[1]} bins")
-record_job(snakemake)
+run_snakemake_job(snakemake, getlf_projection_job)

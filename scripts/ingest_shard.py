@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule ingest_shard; the work is in annobench.images.ingest."""
+"""Snakemake entry point of rule ingest_shard; the work is annobench.images.ingest.ingest_shard_job."""
 
 import sys
 from pathlib import Path
@@ -9,15 +9,7 @@ from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.core.provenance import record_job  # noqa: E402
+from annobench.core.jobs import run_snakemake_job  # noqa: E402
+from annobench.images.ingest import ingest_shard_job  # noqa: E402
 
-from annobench.images.ingest import run_shard_job  # noqa: E402
-
-raw = run_shard_job(
-    config=snakemake.config,
-    shard=int(snakemake.wildcards.shard),
-    expected_fingerprint=snakemake.params.listing,
-    params_hash=snakemake.params.params_hash,
-    log_path=Path(snakemake.log[0]),
-)
-record_job(snakemake, raw_inputs=raw)
+run_snakemake_job(snakemake, ingest_shard_job)

@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule text_shard; the work is in annobench.text.stage."""
+"""Snakemake entry point of rule text_shard; the work is annobench.text.stage.text_shard_job."""
 
 import sys
 from pathlib import Path
@@ -9,16 +9,7 @@ from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.core.provenance import record_job  # noqa: E402
+from annobench.core.jobs import run_snakemake_job  # noqa: E402
+from annobench.text.stage import text_shard_job  # noqa: E402
 
-from annobench.text.stage import run_text_shard  # noqa: E402
-
-raw = run_text_shard(
-    config=snakemake.config,
-    shard=int(snakemake.wildcards.shard),
-    n_shards=snakemake.params.n_shards,
-    expected_fingerprint=snakemake.params.listing,
-    params_hash=snakemake.params.params_hash,
-    log_path=Path(snakemake.log[0]),
-)
-record_job(snakemake, raw_inputs=raw)
+run_snakemake_job(snakemake, text_shard_job)

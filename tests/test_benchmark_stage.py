@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from annobench.benchmark.settings import BenchmarkSettings
 from annobench.benchmark.stage import build_truth, json_bytes, rooted
 from annobench.core.config import load_config
 from annobench.benchmark.ground_truth import GroundTruthError
@@ -35,7 +36,7 @@ def test_truth_of_other_images_is_refused_with_the_reason(tmp_path):
     images = _images_table(tmp_path / "images.parquet", ids)
     config = _config(tmp_path, [("not_here", "cat"), ("nor_here", "dog")])
     with pytest.raises(GroundTruthError, match="none of the 2 images of the ground truth"):
-        build_truth(config, [images], [], _paths(tmp_path), log=lambda line: None)
+        build_truth(BenchmarkSettings.from_config(config), [images], [], _paths(tmp_path), log=lambda line: None)
     assert not (tmp_path / "out").exists()
 
 
@@ -44,10 +45,10 @@ def test_unknown_concept_in_a_csv_is_an_error_and_missing_images_are_logged(tmp_
     images = _images_table(tmp_path / "images.parquet", ids)
     config = _config(tmp_path, [(ids[0], "cat"), (ids[1], "zebra")])
     with pytest.raises(GroundTruthError, match="zebra"):
-        build_truth(config, [images], [], _paths(tmp_path), log=lambda line: None)
+        build_truth(BenchmarkSettings.from_config(config), [images], [], _paths(tmp_path), log=lambda line: None)
     config = _config(tmp_path, [(i, "cat") for i in ids] + [("gone", "dog")])
     lines = []
-    raw = build_truth(config, [images], [], _paths(tmp_path), log=lines.append)
+    raw = build_truth(BenchmarkSettings.from_config(config), [images], [], _paths(tmp_path), log=lines.append)
     assert any("1 ground-truth image(s) are not in the built images" in line and "gone" in line for line in lines)
     assert {r["role"] for r in raw} == {"vocabulary", "ground_truth"}
 

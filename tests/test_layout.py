@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import grimp
-import pytest
 
 from conftest import REPO
 

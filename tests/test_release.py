@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
-from annobench.release.assemble import CRATE, HEADER, JOBS, MANIFEST, audit, main_audit, read_jobs, read_manifest
+from annobench.release.assemble import CRATE, HEADER, JOBS, MANIFEST
+from annobench.release.audit import audit, main_audit, read_jobs, read_manifest
 from conftest import demo_build_in, run_snakemake
 
 pytestmark = pytest.mark.slow

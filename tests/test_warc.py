@@ -373,7 +373,7 @@ def test_each_shards_part_of_the_catalogue_plans_as_the_whole_does(hostile_archi
 
 def test_audit_notices_a_changed_record(hostile_archive, tmp_path):
     from annobench.core.provenance import archived_file
-    from annobench.release.assemble import _check_archived
+    from annobench.release.audit import _check_archived
 
     index = build_index([str(hostile_archive["path"])], settings(), log=lambda line: None)
     located = index.images[sorted(index.images)[0]]

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from annobench.core.jobs import Job
 from annobench.core.tables import field, write_table
 
 NEIGHBOURS_SCHEMA = pa.schema(
@@ -64,3 +65,9 @@ def _collect(blocks) -> tuple[list[str], np.ndarray]:
         ids.extend(block_ids)
         arrays.append(vectors)
     return ids, (np.concatenate(arrays) if arrays else np.zeros((0, 0), np.float32))
+
+
+def neighbours_job(job: Job) -> None:
+    """Rule benchmark_neighbours: the nearest training images of every test image on one feature."""
+    build_neighbours(job.input_list("features"), job.input("splits"), job.params["k"], job.params["settings"],
+                     job.output_files[0], job.log)

@@ -18,7 +18,9 @@ import pyarrow.parquet as pq
 
 from annobench.benchmark import ground_truth as gt
 from annobench.core.fsutil import write_bytes_atomic
+from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file
+from annobench.benchmark.settings import BenchmarkSettings
 from annobench.benchmark.splits import assign_splits, region_subsets, splits_from_lists, splits_table
 from annobench.core.tables import field, write_table
 
@@ -109,14 +111,13 @@ def baseline_job_settings(config: dict) -> dict:
 
 # -- ground truth and splits -------------------------------------------------
 
-def build_truth(config: dict, images_tables: list[str], regions_tables: list[str], paths: dict[str, str],
-                log) -> list[dict]:
+def build_truth(settings: BenchmarkSettings, images_tables: list[str], regions_tables: list[str],
+                paths: dict[str, str], log) -> list[dict]:
     """Concepts, ground truth, splits and the ImageCLEF 2012 exports. Returns the raw inputs read."""
-    settings = config["benchmark"]
-    source = settings["ground_truth"]
-    raw_inputs = _truth_raw_inputs(config)
-    parents = _ontology(config)
-    vocabulary = gt.read_vocabulary(settings["vocabulary"]) if settings["vocabulary"] else None
+    source = settings.ground_truth
+    raw_inputs = _truth_raw_inputs(settings)
+    parents = settings.parents()
+    vocabulary = gt.read_vocabulary(settings.vocabulary) if settings.vocabulary else None
     truth = _read_source(source, vocabulary, regions_tables, log)
     if vocabulary is None:
         vocabulary = gt.vocabulary_from_labels(truth.rows["concept"].unique(), parents)
@@ -137,15 +138,15 @@ def build_truth(config: dict, images_tables: list[str], regions_tables: list[str
         truth = gt.GroundTruth(truth.rows[truth.rows["image_id"].isin(known)].reset_index(drop=True), truth.notes)
     for note in truth.notes:
         log(note)
-    if settings["images"] == "annotated":
+    if settings.images == "annotated":
         image_ids = sorted(set(truth.rows["image_id"]))
-    splits = _splits(settings["split"], image_ids, log)
-    params = _truth_params(config, raw_inputs)
+    splits = _splits(settings.split, image_ids, log)
+    params = _truth_params(settings, raw_inputs)
     write_table(gt.concepts_table(vocabulary), paths["concepts"], "concepts", params=params)
     write_table(gt.ground_truth_table(truth), paths["ground_truth"], "ground_truth", params=params)
-    split_params = {**settings["split"], "lists": _digest(raw_inputs, "split_list")}
+    split_params = {**settings.split, "lists": _digest(raw_inputs, "split_list")}
     write_table(splits_table(image_ids, splits), paths["splits"], "splits", params=split_params)
-    files = gt.export_imageclef2012(truth, vocabulary, paths["export"], settings["exports"]["annotation_files"])
+    files = gt.export_imageclef2012(truth, vocabulary, paths["export"], settings.exports["annotation_files"])
     counts = pd.Series([s for s in splits if s]).value_counts().to_dict()
     log(f"{len(vocabulary)} concepts, {len(truth.rows)} ground-truth rows on {truth.rows['image_id'].nunique()} "
         f"images; splits {counts}; {files} ImageCLEF 2012 files")
@@ -169,13 +170,6 @@ def _read_source(source: dict, vocabulary, regions_tables: list[str], log) -> gt
     raise gt.GroundTruthError(f"unknown ground-truth source {kind!r}")
 
 
-def _ontology(config: dict) -> dict[str, str]:
-    from annobench.regions.stage import read_ontology
-
-    path = config["segmentations"]["ontology"]
-    return read_ontology(path) if path and config["input"]["segmentations"] else {}
-
-
 def rooted(parents: dict[str, str]) -> dict[str, str]:
     """The ontology with one root, for e_ontology's depths (the root's children have depth 1, SPEC 8):
     a single top label is the root itself; several top labels become children of a virtual root."""
@@ -185,32 +179,29 @@ def rooted(parents: dict[str, str]) -> dict[str, str]:
     return {**parents, **{top: "(root)" for top in tops}}
 
 
-def _truth_raw_inputs(config: dict) -> list[dict]:
+def _truth_raw_inputs(settings: BenchmarkSettings) -> list[dict]:
     """Every file the ground-truth job reads, hashed once: vocabulary, ground-truth files, split
     lists, ontology. Each is named by its file name (or its path in its folder), never by where it is."""
-    settings = config["benchmark"]
-    source = settings["ground_truth"]
+    source = settings.ground_truth
     records = []
-    if settings["vocabulary"]:
-        records.append(raw_file(settings["vocabulary"], Path(settings["vocabulary"]).name, role="vocabulary"))
+    if settings.vocabulary:
+        records.append(raw_file(settings.vocabulary, Path(settings.vocabulary).name, role="vocabulary"))
     if source["source"] != "regions" and source["path"]:
         records.extend(_source_files(source["path"]))
-    for name, path in sorted(settings["split"]["lists"].items()):
+    for name, path in sorted(settings.split["lists"].items()):
         records.append(raw_file(path, f"{name}/{Path(path).name}", role="split_list"))
-    ontology = config["segmentations"]["ontology"]
-    if ontology and config["input"]["segmentations"]:
-        records.append(raw_file(ontology, Path(ontology).name, role="ontology"))
+    if settings.ontology:
+        records.append(raw_file(settings.ontology, Path(settings.ontology).name, role="ontology"))
     return records
 
 
-def _truth_params(config: dict, raw_inputs: list[dict]) -> dict:
+def _truth_params(settings: BenchmarkSettings, raw_inputs: list[dict]) -> dict:
     """What the concepts and ground truth depend on: the files by content, never by path, so two
     builds of the same inputs in different folders write the same bytes."""
-    settings = config["benchmark"]
-    source = settings["ground_truth"]
+    source = settings.ground_truth
     return {"vocabulary": _digest(raw_inputs, "vocabulary"), "source": source["source"],
             "source_files": _digest(raw_inputs, "ground_truth"), "raw": source["raw"],
-            "lift_to_ancestors": source["lift_to_ancestors"], "images": settings["images"],
+            "lift_to_ancestors": source["lift_to_ancestors"], "images": settings.images,
             "ontology": _digest(raw_inputs, "ontology")}
 
 
@@ -277,14 +268,13 @@ def read_neighbours(path: str, test_ids: list[str]) -> tuple[list[list[str]], np
 
 # -- baselines ---------------------------------------------------------------
 
-def build_baseline(name: str, kind: str, config: dict, inputs: dict, outputs: dict, log) -> dict:
+def build_baseline(name: str, kind: str, settings: BenchmarkSettings, inputs: dict, outputs: dict, log) -> dict:
     """Make one baseline run over the test images, write it (Parquet and ImageCLEF 2012 text),
     evaluate it and write the evaluation and its per-concept table. Returns the measures."""
     from annobench.benchmark.runs import Run, write_run
 
-    settings = config["benchmark"]
     data = BenchmarkData(inputs["concepts"], inputs["ground_truth"], inputs["splits"])
-    scores, decisions = _baseline_matrices(kind, data, settings, inputs, config)
+    scores, decisions = _baseline_matrices(kind, data, settings, inputs)
     run = Run(image_ids=data.test_ids, concepts=data.names, scores=scores, decisions=decisions, listed=None)
     write_run(run, outputs["run"], "parquet")
     write_run(run, outputs["run_text"], "imageclef2012")
@@ -296,10 +286,10 @@ def build_baseline(name: str, kind: str, config: dict, inputs: dict, outputs: di
     return measures
 
 
-def _baseline_matrices(kind: str, data: BenchmarkData, settings: dict, inputs: dict, config: dict):
+def _baseline_matrices(kind: str, data: BenchmarkData, settings: BenchmarkSettings, inputs: dict):
     from annobench.benchmark import baselines
 
-    n_test, n_concepts, k, seed = len(data.test_ids), len(data.names), settings["k"], settings["seed"]
+    n_test, n_concepts, k, seed = len(data.test_ids), len(data.names), settings.k, settings.seed
     if kind == "random":
         return baselines.random_scores(n_test, n_concepts, seed, k=k, varying=True)
     if kind in ("most_frequent", "rarest", "random_k"):
@@ -310,19 +300,19 @@ def _baseline_matrices(kind: str, data: BenchmarkData, settings: dict, inputs: d
     position = {image_id: j for j, image_id in enumerate(data.train_ids)}
     if kind not in ("knn", "cooccurrence"):
         raise ValueError(f"unknown baseline kind {kind!r}")
-    count = settings[kind]["neighbours"]
+    count = settings.neighbours_of(kind)
     indices = np.array([[position[i] for i in row[:count]] for row in neighbour_ids], dtype=np.int64)
     if kind == "knn":
         return baselines.knn_label_transfer(indices, distances[:, :count], data.truth(data.train_ids))
     return _cooccurrence(data, indices, inputs["text_terms"], settings)
 
 
-def _cooccurrence(data: BenchmarkData, indices: np.ndarray, text_tables: list[str], settings: dict):
+def _cooccurrence(data: BenchmarkData, indices: np.ndarray, text_tables: list[str], settings: BenchmarkSettings):
     from annobench.benchmark import baselines
 
     english = None
-    if settings["cooccurrence"]["english_words_file"]:
-        words = Path(settings["cooccurrence"]["english_words_file"]).read_text(encoding="utf-8").split()
+    if settings.cooccurrence["english_words_file"]:
+        words = Path(settings.cooccurrence["english_words_file"]).read_text(encoding="utf-8").split()
         english = {w.strip().lower() for w in words}
     matrix, vocabulary = _training_text(text_tables, data.train_ids, english)
     columns = baselines.keyword_columns([list(c.keywords) for c in data.concepts], vocabulary)
@@ -359,18 +349,18 @@ def _training_text(text_tables: list[str], train_ids: list[str], english: set[st
 
 # -- evaluation --------------------------------------------------------------
 
-def evaluate_run(run, truth: np.ndarray, settings: dict, overlap_path: str, per_concept_path: str,
+def evaluate_run(run, truth: np.ndarray, settings: BenchmarkSettings, overlap_path: str, per_concept_path: str,
                  name: str) -> dict:
     """Every measure on all test images, and again on the most and least overlapping ones."""
     from annobench.benchmark.diagnostics import overlap_subsets, visual_overlap
     from annobench.benchmark.measures import evaluate, per_concept_table
 
-    seed, top_k = settings["evaluation"]["seed"], settings["k"]
+    seed, top_k = settings.evaluation["seed"], settings.k
     measures = evaluate(truth, run.scores, run.decisions, run.listed, seed=seed, top_k=top_k)
     _, distances = read_neighbours(overlap_path, run.image_ids)
-    overlap = visual_overlap(distances, settings["overlap"]["neighbours"])
+    overlap = visual_overlap(distances, settings.overlap["neighbours"])
     subsets = {}
-    for subset, rows in overlap_subsets(overlap, settings["overlap"]["share"]).items():
+    for subset, rows in overlap_subsets(overlap, settings.overlap["share"]).items():
         listed = run.listed[rows] if run.listed is not None else None
         subsets[subset] = evaluate(truth[rows], run.scores[rows], run.decisions[rows], listed, seed=seed,
                                    top_k=top_k)
@@ -379,16 +369,15 @@ def evaluate_run(run, truth: np.ndarray, settings: dict, overlap_path: str, per_
     write_table(pa.Table.from_pandas(table, preserve_index=False), per_concept_path, "concept_results",
                 params={"run": name, "seed": seed, "top_k": top_k})
     return {**measures, "run": name, "subsets": subsets,
-            "settings": {"seed": seed, "top_k": top_k, "overlap": settings["overlap"]}}
+            "settings": {"seed": seed, "top_k": top_k, "overlap": settings.overlap}}
 
 
 # -- report ------------------------------------------------------------------
 
-def build_report(config: dict, evaluations: list[str], inputs: dict, outputs: dict, log) -> None:
+def build_report(settings: BenchmarkSettings, evaluations: list[str], inputs: dict, outputs: dict, log) -> None:
     """Leaderboard (Markdown and Parquet), label-frequency figure and the diagnostics JSON."""
     from annobench.benchmark.diagnostics import label_frequency_figure, label_set_stats, visual_overlap
 
-    settings = config["benchmark"]
     data = BenchmarkData(inputs["concepts"], inputs["ground_truth"], inputs["splits"])
     results = [json.loads(Path(p).read_text(encoding="utf-8")) for p in evaluations]
     board = leaderboard_frame(results)
@@ -398,11 +387,11 @@ def build_report(config: dict, evaluations: list[str], inputs: dict, outputs: di
     stats = label_set_stats([data.label_sets.get(i, empty) for i in data.train_ids],
                             [data.label_sets.get(i, empty) for i in data.test_ids])
     _, distances = read_neighbours(inputs["overlap"], data.test_ids)
-    overlap = visual_overlap(distances, settings["overlap"]["neighbours"])
-    write_table(overlap_table(data.test_ids, overlap, settings["overlap"]["share"]), outputs["overlap_table"],
-                "visual_overlap", params=settings["overlap"])
-    stats["visual_overlap"] = {"feature": settings["overlap"]["feature"],
-                               "neighbours": int(min(settings["overlap"]["neighbours"], distances.shape[1])),
+    overlap = visual_overlap(distances, settings.overlap["neighbours"])
+    write_table(overlap_table(data.test_ids, overlap, settings.overlap["share"]), outputs["overlap_table"],
+                "visual_overlap", params=settings.overlap)
+    stats["visual_overlap"] = {"feature": settings.overlap["feature"],
+                               "neighbours": int(min(settings.overlap["neighbours"], distances.shape[1])),
                                "mean": float(overlap.mean()), "min": float(overlap.min()),
                                "max": float(overlap.max())}
     train_counts = data.truth(data.train_ids).sum(axis=0)
@@ -440,13 +429,13 @@ def leaderboard_frame(results: list[dict]) -> pd.DataFrame:
     return frame.sort_values(["MAP-samples", "run"], ascending=[False, True]).reset_index(drop=True)
 
 
-def leaderboard_markdown(board: pd.DataFrame, stats: dict, settings: dict) -> str:
+def leaderboard_markdown(board: pd.DataFrame, stats: dict, settings: BenchmarkSettings) -> str:
     columns = list(board.columns)
     lines = [
         "# Leaderboard",
         "",
         f"{stats['test_images']} test images, {stats['train_images']} training images, {stats['concepts']} "
-        f"concepts. Decisions for F1_L, F1_I and N+: the top {settings['k']} labels by score; every other "
+        f"concepts. Decisions for F1_L, F1_I and N+: the top {settings.k} labels by score; every other "
         f"F-measure uses the run's own decisions. Sorted by MAP-samples. Fractions, 4 decimals.",
         "",
         "| " + " | ".join(columns) + " |",
@@ -464,7 +453,7 @@ def leaderboard_markdown(board: pd.DataFrame, stats: dict, settings: dict) -> st
         f"- novel label sets (never in training): {stats['novel_label_sets']:.4f}",
         f"- visual overlap on {stats['visual_overlap']['feature']}: mean distance to the "
         f"{stats['visual_overlap']['neighbours']} nearest training images, {stats['visual_overlap']['mean']:.4f} "
-        f"on average; the MAP-samples columns in brackets are measured on the {settings['overlap']['share']:.0%} "
+        f"on average; the MAP-samples columns in brackets are measured on the {settings.overlap['share']:.0%} "
         f"most and least overlapping test images",
         f"- concepts never seen in training: {stats['concepts_never_in_training']} of {stats['concepts']}",
         "",
@@ -474,31 +463,65 @@ def leaderboard_markdown(board: pd.DataFrame, stats: dict, settings: dict) -> st
 
 # -- region level ------------------------------------------------------------
 
-def build_region_benchmark(config: dict, regions_tables: list[str], outputs: dict, log) -> None:
+def build_region_benchmark(settings: BenchmarkSettings, regions_tables: list[str], outputs: dict, log) -> None:
     """SAIAPR protocol: class subsets, 70/30 region split, the uniform-random baseline scored with
     e_hard and e_ontology (seed 000, section 5)."""
     from annobench.benchmark.measures import region_measures
     from annobench.benchmark.splits import unit_hash
 
-    settings = config["benchmark"]["region_split"]
+    split = settings.region_split
     regions = pd.concat([pd.read_parquet(p) for p in regions_tables], ignore_index=True)
-    table = region_subsets(regions, settings["subset_sizes"], settings["train_fraction"], settings["seed"])
-    write_table(table, outputs["region_splits"], "region_splits", params=settings)
+    table = region_subsets(regions, split["subset_sizes"], split["train_fraction"], split["seed"])
+    write_table(table, outputs["region_splits"], "region_splits", params=split)
     frame = table.to_pandas()
-    parents = rooted(_ontology(config))
+    parents = rooted(settings.parents())
     results, predictions = [], []
     for subset, part in frame.groupby("subset", sort=True):
         classes = sorted(part["label"].unique())
         test = part[part["split"] == "test"]
         # Uniform random label from the subset's classes, drawn per region from its key and the seed.
         keys = [f"{subset}/{i}/{a}/{r}" for i, a, r in zip(test["image_id"], test["annotator"], test["region_id"])]
-        predicted = [classes[int(unit_hash(config["benchmark"]["seed"], key) * len(classes))] for key in keys]
+        predicted = [classes[int(unit_hash(settings.seed, key) * len(classes))] for key in keys]
         measures = region_measures(list(test["label"]), predicted, parents or None)
         results.append({"subset": int(subset), "classes": len(classes), "train_regions": int((part["split"] == "train").sum()),
                         **measures})
         predictions.append(test.assign(predicted=predicted))
     runs = pd.concat(predictions, ignore_index=True) if predictions else frame.assign(predicted=[])
     write_table(pa.Table.from_pandas(runs, preserve_index=False), outputs["run"], "region_run",
-                params={"baseline": "uniform_random", "seed": config["benchmark"]["seed"]})
+                params={"baseline": "uniform_random", "seed": settings.seed})
     write_bytes_atomic(outputs["evaluation"], json_bytes({"run": "regions_random", "subsets": results}))
     log(f"region benchmark: {len(results)} subsets, {len(runs)} test regions")
+
+
+# -- the rules' jobs ----------------------------------------------------------
+
+def truth_job(job: Job) -> list[dict]:
+    """Rule benchmark_truth. Returns the raw inputs read (vocabulary, truth files, split lists, ontology)."""
+    return build_truth(BenchmarkSettings.from_config(job.config), job.input_list("images"),
+                       job.input_list("regions"), job.outputs, job.log)
+
+
+def baselines_job(job: Job) -> list[dict]:
+    """Rule baselines: every baseline run, each written and evaluated. Returns the English word list
+    when a co-occurrence run read it."""
+    settings = BenchmarkSettings.from_config(job.config)
+    for name, run in job.params["runs"].items():
+        files = {what: job.output(f"{name}_{what}") for what in ("run", "run_text", "evaluation", "per_concept")}
+        run_inputs = {**job.inputs, "neighbours": job.inputs.get(f"neighbours_{run['feature']}")}
+        build_baseline(name, run["kind"], settings, run_inputs, files, job.log)
+    words = settings.cooccurrence["english_words_file"]
+    if words and any(run["kind"] == "cooccurrence" for run in job.params["runs"].values()):
+        return [raw_file(words, Path(words).name, role="english_words")]
+    return []
+
+
+def report_job(job: Job) -> None:
+    """Rule benchmark_report: the leaderboard and diagnostics over every baseline's evaluation."""
+    build_report(BenchmarkSettings.from_config(job.config), job.input_list("evaluations"), job.inputs, job.outputs,
+                 job.log)
+
+
+def region_benchmark_job(job: Job) -> None:
+    """Rule region_benchmark: the SAIAPR region protocol over every shard's regions."""
+    build_region_benchmark(BenchmarkSettings.from_config(job.config), job.input_list("regions"), job.outputs,
+                           job.log)

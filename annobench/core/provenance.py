@@ -105,6 +105,23 @@ def job_usage(resources: dict) -> dict:
     }
 
 
+def named_files(files) -> dict:
+    """Snakemake's named inputs or outputs: name -> path, or the paths of an expand()."""
+    return {name: str(value) if isinstance(value, str) else [str(p) for p in value] for name, value in files.items()}
+
+
+def job_files(snakemake, out_dir: Path | str) -> dict:
+    """A job's inputs and outputs by name and in order, named relative to the build where they are in it:
+    what a recompute needs to lay the job out again elsewhere (jobs.Job.from_record)."""
+    def relative(named: dict) -> dict:
+        return {k: build_relative(v, out_dir) if isinstance(v, str) else [build_relative(p, out_dir) for p in v]
+                for k, v in named.items()}
+
+    return {"input": relative(named_files(snakemake.input)), "output": relative(named_files(snakemake.output)),
+            "input_files": [build_relative(p, out_dir) for p in snakemake.input],
+            "output_files": [build_relative(p, out_dir) for p in snakemake.output]}
+
+
 def record_name(rule: str, wildcards: dict) -> str:
     suffix = "-".join(f"{value}" for _, value in sorted(wildcards.items()))
     return f"{rule}-{suffix}" if suffix else rule
@@ -121,6 +138,7 @@ def record_job(snakemake, raw_inputs: list[dict] | None = None) -> Path:
         "params": params,
         "inputs": [describe_file(p, out_dir) for p in files_of(snakemake.input)],
         "outputs": [describe_file(p, out_dir) for p in files_of(snakemake.output)],
+        "files": job_files(snakemake, out_dir),
         "raw_inputs": sorted(raw_inputs or [], key=lambda r: (r["path"], r["role"])),
         "annobench": __version__,
         "python": platform.python_version(),

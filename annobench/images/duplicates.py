@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annobench.core.jobs import Job
 from annobench.core.tables import field, rows_to_table, write_table
 
 DUPLICATES_SCHEMA = pa.schema(
@@ -48,3 +49,9 @@ def write_duplicates(image_tables: list[Path | str], out_path: Path | str, param
     table = find_duplicates(image_tables)
     write_table(table, out_path, "duplicates", params_hash)
     return table.num_rows
+
+
+def duplicates_job(job: Job) -> None:
+    """Rule duplicates: over the images tables of every shard."""
+    found = write_duplicates(job.input_list("images"), job.output_files[0], job.params["params_hash"])
+    job.log(f"{found} images share their bytes with another image")

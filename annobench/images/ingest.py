@@ -11,8 +11,10 @@ from annobench.core import layout
 from annobench.images import resize
 from annobench.images.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.core.fsutil import atomic_path
+from annobench.sources.inventory import recorded_sources
 from annobench.sources.listing import ImageSource
-from annobench.core.progress import Progress, job_log
+from annobench.core.jobs import Job
+from annobench.core.progress import Progress
 from annobench.core.tables import IMAGES_SCHEMA, REJECTS_SCHEMA, rows_to_table, write_table
 
 
@@ -121,24 +123,30 @@ def read_record(ref, max_bytes: int) -> bytes:
         raise ImageRejected(str(error)) from None
 
 
-def run_shard_job(config: dict, shard: int, expected_fingerprint: str, params_hash: str, log_path: Path) -> list[dict]:
-    """What the Snakemake rule runs: recompute the shard listing, check it, ingest.
+def ingest_shard_job(job: Job) -> list[dict]:
+    """Rule ingest_shard: the shard's images as listed now (refused if the listing changed since
+    planning), or, replaying a record, the images it read. Returns them with their hashes."""
+    if job.recorded_raw is None:
+        sources = planned_sources(job.config, job.shard, job.params["listing"])
+    else:
+        sources = recorded_sources(job.raw("image"))
+    result = ingest_shard(sources, job.shard, job.out_dir, job.config, job.params["params_hash"], job.log)
+    return image_raw_inputs(sources, result)
 
-    Returns the raw files read, with their hashes, for the provenance record.
-    """
+
+def planned_sources(config: dict, shard: int, expected_fingerprint: str) -> list[ImageSource]:
+    """The shard's listing, if it is still the one the workflow was planned with."""
     from annobench.sources.inventory import shard_sources
     from annobench.sources.listing import ListingChanged, listing_fingerprint
 
-    with job_log(log_path) as log:
-        sources, n_shards = shard_sources(config, shard)
-        found = listing_fingerprint(sources, n_shards) if shard < n_shards else "no such shard"
-        if found != expected_fingerprint:
-            raise ListingChanged(
-                f"the images of shard {shard} changed after the workflow was planned "
-                "(files added, removed or edited); run snakemake again to plan with the new inputs"
-            )
-        result = ingest_shard(sources, shard, Path(config["output"]), config, params_hash, log)
-    return image_raw_inputs(sources, result)
+    sources, n_shards = shard_sources(config, shard)
+    found = listing_fingerprint(sources, n_shards) if shard < n_shards else "no such shard"
+    if found != expected_fingerprint:
+        raise ListingChanged(
+            f"the images of shard {shard} changed after the workflow was planned "
+            "(files added, removed or edited); run snakemake again to plan with the new inputs"
+        )
+    return sources
 
 
 def image_raw_inputs(sources: list[ImageSource], result: ShardResult) -> list[dict]:

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 
 from annobench.images.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.core.fsutil import atomic_path, write_bytes_atomic
-from annobench.core.progress import Progress, job_log
+from annobench.core.jobs import Job
+from annobench.core.progress import Progress
 from annobench.core.provenance import raw_file
 from annobench.regions.features import (
     FEATURE_NAMES, REGION_FEATURES_SCHEMA, features_of_regions, features_table, rgb_to_lab,
@@ -85,10 +86,30 @@ class RegionResult:
     label_maps: dict[tuple[str, int], np.ndarray] = dataclass_field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class RegionSettings:
+    """What the region stage reads from the config, read once where its job starts."""
+
+    kind: str  # a name users give: canonical, saiapr, msrc, bsds, coco, labelme
+    options: dict  # keyword options of the importer
+    stripe_fraction: float  # of the spatial relations
+    parents: dict[str, str]  # the ontology: label -> parent
+    limits: DecodeLimits  # of the raw photos' decoding
+    every_seconds: float = 10.0  # between progress lines
+
+    @classmethod
+    def from_config(cls, config: dict) -> "RegionSettings":
+        settings = config["segmentations"]
+        return cls(
+            kind=settings["kind"], options=source_options(settings), stripe_fraction=settings["stripe_fraction"],
+            parents=read_ontology(settings["ontology"]) if settings["ontology"] else {},
+            limits=DecodeLimits.from_config(config["ingest"]), every_seconds=config["progress"]["log_every_seconds"],
+        )
+
+
 def process_segmentations(
-    kind: str, root: Path | str, images: dict[str, str], sizes: dict[str, tuple[int, int]], options: dict,
-    stripe_fraction: float, parents: dict[str, str], limits: DecodeLimits, wanted: Callable[[str], bool],
-    log: Callable[[str], None] = print, every_seconds: float = 10.0,
+    settings: RegionSettings, root: Path | str, images: dict[str, str], sizes: dict[str, tuple[int, int]],
+    wanted: Callable[[str], bool], log: Callable[[str], None] = print,
 ) -> RegionResult:
     """Every segmentation of the wanted images: canonical maps, regions, features, relations, rejects.
 
@@ -96,16 +117,16 @@ def process_segmentations(
     sizes: image_id -> (height, width) after EXIF orientation, for the size check.
     """
     result = RegionResult()
-    progress = Progress("regions", len(images), log, every_seconds)
+    progress = Progress("regions", len(images), log, settings.every_seconds)
     decoded_id, rgb, lab = None, None, None
-    for item in import_segmentations(KINDS[kind], root, image_sizes=sizes, wanted=wanted, **options):
+    for item in import_segmentations(KINDS[settings.kind], root, image_sizes=sizes, wanted=wanted, **settings.options):
         if not isinstance(item, Segmentation):
             result.tables["segmentation_rejects"].append(item.row())
             continue
         if item.image_id != decoded_id:  # annotators of an image come together: decode once
             decoded_id = item.image_id
             try:
-                rgb = decode_image(Path(images[item.image_id]).read_bytes(), limits).pixels
+                rgb = decode_image(Path(images[item.image_id]).read_bytes(), settings.limits).pixels
                 lab = rgb_to_lab(rgb)
             except (ImageRejected, OSError) as error:
                 rgb = None
@@ -116,7 +137,7 @@ def process_segmentations(
                 {"image_id": item.image_id, "annotator": item.annotator, "region_id": None, "reason": reason,
                  "source": None})
             continue
-        add_segmentation(result, item, rgb, lab, stripe_fraction, parents)
+        add_segmentation(result, item, rgb, lab, settings.stripe_fraction, settings.parents)
     progress.finish()
     return result
 
@@ -147,43 +168,34 @@ def write_region_outputs(result: RegionResult, table_paths: dict[str, str], maps
         write_table(table, table_paths[name], name, params_hash)
 
 
-def run_regions_shard(config: dict, shard: int, images_table: str, table_paths: dict[str, str],
-                      maps_dir: str, params_hash: str, log_path: Path) -> list[dict]:
-    """What the Snakemake rule runs: the images of the shard, as ingest found them.
+def regions_shard_job(job: Job) -> list[dict]:
+    """Rule regions_shard: the regions of the shard's usable images (its images table), from the raw
+    photos and segmentations as listed now, or, replaying a record, where it read them.
 
     Returns the raw files read (segmentation source and photos) for the provenance record.
     """
+    from annobench.sources.ids import shard_of
     from annobench.sources.inventory import build_inventory
 
-    inventory = build_inventory(config)
-    paths = {s.image_id: s.path for s in inventory.shards[shard]}
-    with job_log(log_path) as log:
-        rows = regions_for_shard(config, config["input"]["segmentations"], paths, shard, inventory.n_shards, images_table,
-                                 table_paths, maps_dir, params_hash, log=log)
-    return raw_segmentation_files(config["input"]["segmentations"]) + [
+    if job.recorded_raw is None:
+        inventory = build_inventory(job.config)
+        paths, n_shards = {s.image_id: s.path for s in inventory.shards[job.shard]}, inventory.n_shards
+        root = job.config["input"]["segmentations"]
+    else:
+        paths = {r["key"]: r["absolute_path"] for r in job.raw("image")}
+        n_shards, root = job.params["n_shards"], job.raw_root("segmentation")
+    shard = job.shard
+    rows = pq.read_table(job.input("images"), columns=["image_id", "width", "height", "source_path", "sha256"])
+    rows = rows.to_pydict()
+    sizes = {i: (h, w) for i, w, h in zip(rows["image_id"], rows["width"], rows["height"])}
+    result = process_segmentations(RegionSettings.from_config(job.config), root, {i: paths[i] for i in sizes}, sizes,
+                                   wanted=lambda image_id: shard_of(image_id, n_shards) == shard, log=job.log)
+    write_region_outputs(result, {name: job.output(name) for name in REGION_TABLES}, job.output("maps"),
+                         job.params["params_hash"])
+    return raw_segmentation_files(root) + [
         raw_file(paths[i], source, sha, role="image", key=i)
         for i, source, sha in zip(rows["image_id"], rows["source_path"], rows["sha256"])
     ]
-
-
-def regions_for_shard(config: dict, segmentation_root: str | Path, paths: dict[str, str], shard: int, n_shards: int,
-                      images_table: str, table_paths: dict[str, str], maps_dir: str, params_hash: str,
-                      log: Callable[[str], None]) -> dict:
-    """Regions of the shard's usable images (the images table), from the raw photos in `paths`."""
-    from annobench.sources.ids import shard_of
-
-    settings = config["segmentations"]
-    rows = pq.read_table(images_table, columns=["image_id", "width", "height", "source_path", "sha256"]).to_pydict()
-    sizes = {i: (h, w) for i, w, h in zip(rows["image_id"], rows["width"], rows["height"])}
-    parents = read_ontology(settings["ontology"]) if settings["ontology"] else {}
-    result = process_segmentations(
-        settings["kind"], segmentation_root, {i: paths[i] for i in sizes}, sizes, source_options(settings),
-        settings["stripe_fraction"], parents, DecodeLimits.from_config(config["ingest"]),
-        wanted=lambda image_id: shard_of(image_id, n_shards) == shard, log=log,
-        every_seconds=config["progress"]["log_every_seconds"],
-    )
-    write_region_outputs(result, table_paths, maps_dir, params_hash)
-    return rows
 
 
 def raw_segmentation_files(root: str | Path) -> list[dict]:
@@ -343,3 +355,14 @@ def relation_matrices_text(relations_tables: list[str], key) -> str:
             text.extend(" ".join(map(str, row)) for row in matrix)
         blocks.append("\n".join(text) + "\n")
     return "".join(blocks)
+
+
+def region_stats_job(job: Job) -> None:
+    """Rule region_stats: statistics over every shard's regions, and the SAIAPR exports."""
+    regions, features, relations = (job.input_list(name) for name in ("regions", "features", "relations"))
+    summary = region_statistics(regions, features, relations, {name: job.output(name) for name in STATS_TABLES},
+                                job.output("figure"), job.params["params_hash"])
+    job.log(f"{summary}")
+    rows = saiapr_exports(regions, features, relations, job.output("saiapr_features"), job.output("saiapr_labels"),
+                          job.output("saiapr_relations"))
+    job.log(f"{rows} regions exported in SAIAPR form")

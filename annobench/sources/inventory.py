@@ -188,3 +188,11 @@ def check_unique_ids(sources: list[ImageSource]) -> None:
             "Set ingest.image_id: path (ids from the path under the folder), rename the files, or give "
             "explicit ids in input.image_list (CSV image_id,path)."
         )
+
+
+def recorded_sources(raw_inputs: list[dict]) -> list[ImageSource]:
+    """The images a job record says were read (files or archive records), in id order."""
+    from annobench.sources.warc_index import ref_of_raw
+
+    return sorted((ImageSource(r["key"], r["path"], r["absolute_path"], ref_of_raw(r) if r.get("warc") else None)
+                   for r in raw_inputs), key=lambda s: s.image_id)

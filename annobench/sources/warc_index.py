@@ -37,6 +37,7 @@ from typing import Callable
 from warcio.archiveiterator import ArchiveIterator
 
 from annobench.core.fingerprint import file_state
+from annobench.core.jobs import Job
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.sources.ids import encode_id
 from annobench.sources.pages import PageLimits, PageRejected, page_from_bytes
@@ -564,16 +565,15 @@ def write_unresolved(index: WarcIndex, path: Path) -> None:
     write_bytes_atomic(path, buffer.getvalue().encode("utf-8"))
 
 
-def run_warc_tables(config: dict, expected_key: str, log_path: Path) -> list[dict]:
-    """What the Snakemake rule runs: the catalogue's two tables. Returns the archives, hashed, for provenance."""
-    from annobench.sources.listing import ListingChanged
-    from annobench.core.progress import job_log
+def warc_tables_job(job: Job) -> list[dict]:
+    """Rule warc_tables: the catalogue's tables, if the archives are those planned with.
+    Returns the archives, hashed, for provenance."""
     from annobench.core.provenance import raw_file
+    from annobench.sources.listing import ListingChanged
 
-    with job_log(log_path) as log:
-        index = index_for(config, log)
-        if index.key != expected_key:
-            raise ListingChanged("the web archives changed after the workflow was planned; run snakemake again")
-        write_warc_tables(index, config["output"], expected_key)
-        log(f"{len(index.images)} images, {len(index.pages)} pages, {len(index.rejects)} rejected records")
+    index = index_for(job.config, job.log)
+    if index.key != job.params["listing"]:
+        raise ListingChanged("the web archives changed after the workflow was planned; run snakemake again")
+    write_warc_tables(index, job.out_dir, job.params["listing"])
+    job.log(f"{len(index.images)} images, {len(index.pages)} pages, {len(index.rejects)} rejected records")
     return [raw_file(path, path, role="archive") for path in index.archives]

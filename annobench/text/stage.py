@@ -27,7 +27,8 @@ from annobench.sources.ids import shard_of
 from annobench.sources.inventory import InventoryError
 from annobench.sources.page_images import page_base
 from annobench.sources.pages import Page, PageLimits, PageRejected, read_page
-from annobench.core.progress import Progress, job_log
+from annobench.core.jobs import Job
+from annobench.core.progress import Progress
 from annobench.core.tables import field as column, rows_to_table, write_table
 from annobench.text.features import (
     TextParams, not_found_reason, occurrence_scores, occurrences, page_words, top_terms,
@@ -289,25 +290,40 @@ def write_text_tables(result: TextResult, out_dir: Path | str, shard: int | str,
         write_table(rows_to_table(result.tables[name], SCHEMAS[name]), path, name, params_hash)
 
 
-def run_text_shard(config: dict, shard: int, n_shards: int, expected_fingerprint: str, params_hash: str,
-                   log_path: Path) -> list[dict]:
-    """What the Snakemake rule runs: rebuild the plan, check it is the planned one, extract, write.
+def text_shard_job(job: Job) -> list[dict]:
+    """Rule text_shard: the shard's mapping rows and pages, as planned (refused if they changed since),
+    or, replaying a record, the pages it read. Returns the pages read, with their hashes."""
+    shard, n_shards = job.shard, job.params["n_shards"]
+    if job.recorded_raw is None:
+        plan = planned_shard_plan(job.config, shard, n_shards, job.params["listing"])
+    else:
+        plan = recorded_plan(job.input("mapping"), job, n_shards)
+    text = job.config["text"]
+    result = extract_text(
+        plan.shards[shard], plan.pages, TextParams.from_config(text), PageLimits.from_config(text),
+        owned=lambda page_id: plan.owners[page_id] == shard, log=job.log, every_seconds=job.every_seconds,
+    )
+    write_text_tables(result, job.out_dir, shard, job.params["params_hash"])
+    return [plan.pages.raw_input(page_id) for page_id in sorted({row.page_id for row in plan.shards[shard]})]
 
-    Returns the pages read, with their hashes, for the provenance record.
-    """
+
+def planned_shard_plan(config: dict, shard: int, n_shards: int, expected_fingerprint: str) -> TextPlan:
+    """The shard's plan, if its rows and pages are still those the workflow was planned with."""
     from annobench.sources.listing import ListingChanged
 
-    with job_log(log_path) as log:
-        plan = text_plan_for(config, n_shards) if not config["input"]["warc"] else archived_shard_plan(config, shard)
-        if plan.fingerprint(shard) != expected_fingerprint:
-            raise ListingChanged(f"the pages or mapping rows of shard {shard} changed after the workflow was planned")
-        result = extract_text(
-            plan.shards[shard], plan.pages, TextParams.from_config(config["text"]),
-            PageLimits.from_config(config["text"]), owned=lambda page_id: plan.owners[page_id] == shard,
-            log=log, every_seconds=config["progress"]["log_every_seconds"],
-        )
-        write_text_tables(result, config["output"], shard, params_hash)
-    return [plan.pages.raw_input(page_id) for page_id in sorted({row.page_id for row in plan.shards[shard]})]
+    plan = text_plan_for(config, n_shards) if not config["input"]["warc"] else archived_shard_plan(config, shard)
+    if plan.fingerprint(shard) != expected_fingerprint:
+        raise ListingChanged(f"the pages or mapping rows of shard {shard} changed after the workflow was planned")
+    return plan
+
+
+def recorded_plan(mapping: str, job: Job, n_shards: int) -> TextPlan:
+    """The plan of a recorded job: its mapping file, and its pages where the record says they were read."""
+    if any(r.get("warc") for r in job.recorded_raw):  # pages read from web archives
+        from annobench.sources.warc_index import WarcPages
+
+        return build_text_plan(read_mapping_table(mapping), WarcPages.from_raw_inputs(job.recorded_raw), n_shards)
+    return build_text_plan(mapping, FolderPages(job.raw_root("page") if job.raw("page") else "."), n_shards)
 
 
 def write_scofeat(text_terms_tables: list[str], out_path: Path | str, iids_path: Path | str) -> int:
@@ -329,3 +345,9 @@ def write_scofeat(text_terms_tables: list[str], out_path: Path | str, iids_path:
     write_bytes_atomic(out_path, "".join(lines[i] + "\n" for i in order).encode("utf-8"))
     write_bytes_atomic(iids_path, "".join(i + "\n" for i in order).encode("utf-8"))
     return len(order)
+
+
+def text_scofeat_job(job: Job) -> None:
+    """Rule text_scofeat: the WEBUPV export of every shard's terms."""
+    count = write_scofeat(job.input_files, job.output("scofeat"), job.output("iids"))
+    job.log(f"{count} images written to {job.output('scofeat')}")

@@ -21,6 +21,7 @@ from annobench.visual import bow
 from annobench.visual import dsift
 from annobench.visual.stage import write_vectors
 from annobench.core.fsutil import atomic_path
+from annobench.core.jobs import Job
 from annobench.core.progress import Progress
 from annobench.images.resize import read_stored
 from annobench.core.tables import field, vector_column, write_table
@@ -233,3 +234,25 @@ def encode_shard(
 def bow_table_params(params: dict, kind: str) -> dict:
     """The parameters stored in one kind's table: the job's, for that kind alone."""
     return {"kind": kind, **{key: value for key, value in params.items() if key != "kinds"}}
+
+
+def bow_sample_job(job: Job) -> None:
+    """Rule bow_sample: a shard's share of the descriptor sample, one file per kind."""
+    sampling = job.params["sampling"]
+    counts = sample_shard(job.input("images"), job.out_dir, job.outputs, job.params["dsift"], sampling["fraction"],
+                          sampling["per_image"], sampling["seed"], job.log, job.every_seconds)
+    job.log(f"sampled descriptors: {counts}")
+
+
+def bow_codebook_job(job: Job) -> None:
+    """Rules bow_codebook_KIND: one kind's codebook from every shard's sample."""
+    train_kind(job.input_files, job.params["kind"], job.params["settings"], job.output_files[0], job.log,
+               threads=job.threads)
+
+
+def bow_encode_job(job: Job) -> None:
+    """Rule feature_bow: every kind's bag of words for a shard."""
+    settings = job.params["settings"]
+    kinds = settings["kinds"]
+    encode_shard(job.input("images"), job.out_dir, dict(zip(kinds, job.input_list("codebooks"))), settings,
+                 {kind: job.output(kind) for kind in kinds}, job.log, job.every_seconds)

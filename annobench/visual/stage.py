@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annobench.core.jobs import Job
 from annobench.core.progress import Progress
 from annobench.images.resize import read_stored
 from annobench.core.tables import field, vector_column, write_table
@@ -105,3 +106,18 @@ def feature_shard(
     write_vectors(name, params, rows["image_id"], vectors, out_path)
     progress.finish()
     return len(vectors)
+
+
+def feature_job(job: Job) -> None:
+    """Rules feature_colorhist, feature_getlf, feature_gist: one feature of a shard."""
+    projection = job.inputs.get("projection")
+    feature_shard(job.params["feature"], job.params["settings"], job.input("images"), job.out_dir,
+                  job.output_files[0], projection, job.log, job.every_seconds)
+
+
+def getlf_projection_job(job: Job) -> None:
+    """Rule getlf_projection: GETLF's projection vectors, from their seed."""
+    from annobench.visual.colour import write_projection
+
+    projection = write_projection(job.params["settings"], job.output_files[0])
+    job.log(f"{projection.shape[0]} projection vectors over {projection.shape[1]} bins")

@@ -11,6 +11,7 @@ rule regions_shard:
         out(layout.log_file("regions", "{shard}")),
     params:
         listing=shard_listing,
+        n_shards=INVENTORY.n_shards,
         source=SEGMENTATION_STATE,
         settings=config["segmentations"],
         params_hash=params_hash(config["segmentations"]),

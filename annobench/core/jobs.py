@@ -1,0 +1,109 @@
+"""One job of a rule, as its stage's job function sees it.
+
+Every rule has one job function in its stage package, `def job(job: Job) ->
+list[dict] | None`, returning the raw inputs it read (for the provenance
+record). Snakemake calls it through the rule's script (`run_snakemake_job`);
+`annobench audit --recompute` calls the same function with a Job rebuilt
+from the release's job record (`Job.from_record`), so a rule's wiring is
+written once.
+
+A job that reads raw inputs lists them from the config when Snakemake runs
+it, and takes them from `recorded_raw` when a recorded job is replayed: the
+files the build read, where it read them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from annobench.core.progress import job_log
+from annobench.core.provenance import named_files, record_job
+
+Paths = str | list[str]  # a named input or output: one path, or those of an expand()
+
+
+@dataclass(frozen=True)
+class Job:
+    rule: str
+    config: dict
+    params: dict
+    inputs: dict[str, Paths]
+    outputs: dict[str, Paths]
+    input_files: list[str]  # every input in order, named or not
+    output_files: list[str]
+    wildcards: dict[str, str] = field(default_factory=dict)
+    threads: int = 1
+    log: Callable[[str], None] = print
+    recorded_raw: list[dict] | None = None  # replaying a record: the raw inputs it read
+
+    @property
+    def shard(self) -> int:
+        return int(self.wildcards["shard"])
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.config["output"])
+
+    @property
+    def every_seconds(self) -> float:
+        return self.config["progress"]["log_every_seconds"]
+
+    def input(self, name: str) -> Paths:
+        return self.inputs[name]
+
+    def output(self, name: str) -> Paths:
+        return self.outputs[name]
+
+    def input_list(self, name: str) -> list[str]:
+        value = self.inputs.get(name, [])
+        return [value] if isinstance(value, str) else list(value)
+
+    def raw(self, role: str) -> list[dict]:
+        """The recorded raw inputs of a role (replaying only)."""
+        return [r for r in self.recorded_raw or [] if r["role"] == role]
+
+    def raw_root(self, role: str) -> Path:
+        """The folder the recorded raw files of a role were read from: their absolute path less the path given."""
+        raw = self.raw(role)[0]
+        absolute = raw["absolute_path"]
+        return Path(absolute[: len(absolute) - len(raw["path"])])
+
+    @classmethod
+    def from_snakemake(cls, snakemake, log: Callable[[str], None]) -> "Job":
+        return cls(
+            rule=snakemake.rule, config=snakemake.config, params=dict(snakemake.params.items()),
+            inputs=named_files(snakemake.input), outputs=named_files(snakemake.output),
+            input_files=[str(p) for p in snakemake.input], output_files=[str(p) for p in snakemake.output],
+            wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads, log=log,
+        )
+
+    @classmethod
+    def from_record(cls, entry: dict, config: dict, scratch: Path) -> "Job":
+        """A recorded job, to be rerun into `scratch` (its files of the build under their recorded names)."""
+        files = entry["files"]
+
+        def place(path: str) -> str:
+            return path if os.path.isabs(path) else str(scratch / path)
+
+        def placed(named: dict) -> dict:
+            return {k: place(v) if isinstance(v, str) else [place(p) for p in v] for k, v in named.items()}
+
+        return cls(
+            rule=entry["rule"], config={**config, "output": str(scratch)}, params=entry["params"],
+            inputs=placed(files["input"]), outputs=placed(files["output"]),
+            input_files=[place(p) for p in files["input_files"]],
+            output_files=[place(p) for p in files["output_files"]],
+            wildcards=entry["wildcards"] or {}, log=lambda line: None, recorded_raw=entry["raw_inputs"],
+        )
+
+
+def run_snakemake_job(snakemake, job_function: Callable[[Job], list[dict] | None], record: bool = True) -> None:
+    """A rule's script: run its job function with the job's log, then record what it read and wrote
+    (the release job records nothing: it writes the lineage of the others)."""
+    with job_log(snakemake.log[0]) as log:
+        raw = job_function(Job.from_snakemake(snakemake, log))
+    if record:
+        record_job(snakemake, raw_inputs=raw)

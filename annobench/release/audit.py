@@ -1,0 +1,269 @@
+"""The audit of a release or a build: every file is there with the bytes its manifest or job record
+says, every file's lineage is closed down to raw inputs that still have their hashes, and, with
+--recompute, a seeded sample of jobs rerun by their rules' own job functions gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from annobench.core.jobs import Job
+from annobench.core.provenance import RECORDS, sha256_file
+from annobench.release.assemble import HEADER, JOBS, MANIFEST, RELEASE_RULE, _link, job_name, load_records
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # missing | tampered | extra | stale | unclosed | not-reproduced | differs (a build file)
+    path: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.path}: {self.detail}"
+
+
+def read_manifest(release_dir: Path) -> list[dict]:
+    return _read_jsonl(release_dir / MANIFEST)
+
+
+def read_jobs(release_dir: Path) -> dict[str, dict]:
+    return {job["job"]: job for job in _read_jsonl(release_dir / JOBS)} if (release_dir / JOBS).is_file() else {}
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def audit(release_dir: Path | str, recompute: int = 0, seed: int = 0) -> list[Problem]:
+    release_dir = Path(release_dir)
+    if not (release_dir / MANIFEST).is_file():
+        return [Problem("missing", MANIFEST, "not a release folder: no manifest")]
+    entries = read_manifest(release_dir)
+    problems = check_files(release_dir, entries) + check_lineage(entries, read_jobs(release_dir))
+    if recompute:
+        problems += recompute_jobs(release_dir, entries, recompute, seed)
+    return problems
+
+
+def check_files(release_dir: Path, entries: list[dict]) -> list[Problem]:
+    problems, listed = [], set()
+    for entry in (e for e in entries if e["released"]):
+        listed.add(entry["path"])
+        path = release_dir / entry["path"]
+        if not path.is_file():
+            problems.append(Problem("missing", entry["path"], "listed in the manifest, not in the release"))
+        elif entry["sha256"] is None:  # the manifest itself
+            continue
+        elif path.stat().st_size != entry["size"] or sha256_file(path) != entry["sha256"]:
+            problems.append(Problem("tampered", entry["path"], "its bytes differ from the manifest's sha256"))
+    for path in sorted(p for p in release_dir.rglob("*") if p.is_file()):
+        relative = path.relative_to(release_dir).as_posix()
+        if relative not in listed:
+            problems.append(Problem("extra", relative, "in the release, not in the manifest"))
+    return problems
+
+
+def check_lineage(entries: list[dict], jobs: dict[str, dict]) -> list[Problem]:
+    """Every file was made by a listed job; every input of a job is a manifest entry with that
+    hash, or a raw input whose file still has its hash. Each job is checked once."""
+    problems, by_path, checked, job_problems = [], {e["path"]: e for e in entries}, {}, {}
+    for entry in entries:
+        if entry["rule"] == RELEASE_RULE:  # written by the release job from the files listed here
+            continue
+        job = jobs.get(entry["job"]) if entry["job"] else None
+        if job is None:
+            problems.append(Problem("unclosed", entry["path"], "no job record says how it was made"))
+            continue
+        if entry["job"] not in job_problems:
+            job_problems[entry["job"]] = _job_lineage(job, by_path, checked)
+        problems += [Problem(kind, entry["path"], detail) for kind, detail in job_problems[entry["job"]]]
+    return problems
+
+
+def _job_lineage(job: dict, by_path: dict[str, dict], checked: dict[str, str | None]) -> list[tuple[str, str]]:
+    found = []
+    for source in job["inputs"]:
+        if os.path.isabs(source["path"]):
+            found += _check_raw(source["path"], source["sha256"], checked)
+        elif by_path.get(source["path"], {}).get("sha256") != source["sha256"]:
+            found.append(("unclosed", f"made from {source['path']}, which the manifest does not hold with the "
+                                      "same sha256"))
+    for raw in job["raw_inputs"]:
+        if raw.get("warc"):
+            found += _check_archived(raw, checked)
+        elif raw["sha256"] is not None:
+            found += _check_raw(raw["absolute_path"], raw["sha256"], checked)
+    return found
+
+
+def _check_archived(raw: dict, checked: dict[str, str | None]) -> list[tuple[str, str]]:
+    """A page or image read from a web archive: the record is still at its offset, with its id, its
+    payload still matches the archive's digest and has the sha256 recorded."""
+    from annobench.sources.warc import RecordRejected, read_record_payload
+    from annobench.sources.warc_index import ref_of_raw
+
+    ref = ref_of_raw(raw)
+    where = f"{ref.warc}@{ref.offset}"
+    if where not in checked:
+        try:
+            data, _ = read_record_payload(ref, raw["role"], max_bytes=1 << 62)
+            checked[where] = hashlib.sha256(data).hexdigest()
+        except RecordRejected as error:
+            checked[where] = f"unreadable: {error}"
+    now = checked[where]
+    if raw["sha256"] is None or now == raw["sha256"]:
+        return [] if not now.startswith("unreadable") else [("stale", f"raw input {raw['path']}: {now}")]
+    detail = now if now.startswith("unreadable") else "its payload has changed since the build"
+    return [("stale", f"raw input {raw['path']} (record {ref.record_id} at byte {ref.offset} of {ref.warc}): "
+                      f"{detail}")]
+
+
+def _check_raw(path: str, sha256: str, checked: dict[str, str | None]) -> list[tuple[str, str]]:
+    if path not in checked:
+        checked[path] = sha256_file(path) if Path(path).is_file() else None
+    now = checked[path]
+    if now == sha256:
+        return []
+    detail = "is gone" if now is None else "has changed since the build"
+    return [("stale", f"raw input {path} {detail}")]
+
+
+# --- recompute ---------------------------------------------------------------------
+
+RECOMPUTABLE = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_bow", "text_shard",
+                "regions_shard")
+
+
+def sample_jobs(entries: list[dict], count: int, seed: int = 0) -> list[str]:
+    """The jobs --recompute rebuilds: a seeded sample of those whose outputs are released."""
+    jobs = sorted({e["job"] for e in entries if e["released"] and e["rule"] and e["rule"].startswith(RECOMPUTABLE)})
+    return sorted(random.Random(seed).sample(jobs, min(count, len(jobs))))
+
+
+def recompute_jobs(release_dir: Path, entries: list[dict], count: int, seed: int) -> list[Problem]:
+    problems = []
+    for job in sample_jobs(entries, count, seed):
+        problems += recompute_in_subprocess(release_dir, job)
+    return problems
+
+
+def recompute_in_subprocess(release_dir: Path, job: str) -> list[Problem]:
+    """Recompute a job in a fresh process with one BLAS thread, as the workflow's jobs run:
+    BLAS sums floating-point numbers in another order with more threads."""
+    env = {**os.environ, **{v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+    command = [sys.executable, "-m", "annobench.release.audit", str(release_dir), job]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        return [Problem("not-reproduced", job, f"recomputing failed: {done.stderr.strip().splitlines()[-1:]}")]
+    return [Problem(**p) for p in json.loads(done.stdout)]
+
+
+def recompute_named_job(release_dir: Path, job: str) -> list[Problem]:
+    info = json.loads((release_dir / HEADER).read_text("utf-8"))
+    outputs = [e for e in read_manifest(release_dir) if e["released"] and e["job"] == job]
+    with tempfile.TemporaryDirectory(prefix="annobench-recompute-") as scratch:
+        return recompute_job(release_dir, info, read_jobs(release_dir)[job], outputs, Path(scratch))
+
+
+def recompute_job(release_dir: Path, info: dict, entry: dict, outputs: list[dict], scratch: Path) -> list[Problem]:
+    """Rebuild one job's outputs from its recorded inputs and parameters, by the rule's own job
+    function; compare them byte for byte."""
+    for source in entry["inputs"]:  # files of the build the job read: from the release
+        if not os.path.isabs(source["path"]) and (release_dir / source["path"]).is_file():
+            _link(release_dir / source["path"], scratch / source["path"])
+    config = json.loads(json.dumps(info["config"]))
+    job_function(entry["rule"])(Job.from_record(entry, config, scratch))
+    problems = []
+    for output in outputs:
+        rebuilt = scratch / output["path"]
+        if not rebuilt.is_file() or sha256_file(rebuilt) != output["sha256"]:
+            problems.append(Problem("not-reproduced", output["path"], f"recomputing {entry['job']} gave other bytes"))
+    return problems
+
+
+def job_function(rule: str):
+    """The job function of a recomputable rule: the one its Snakemake script runs."""
+    from annobench.images.ingest import ingest_shard_job
+    from annobench.regions.stage import regions_shard_job
+    from annobench.text.stage import text_shard_job
+    from annobench.visual.bow_stage import bow_encode_job
+    from annobench.visual.stage import feature_job
+
+    jobs = {"ingest_shard": ingest_shard_job, "feature_bow": bow_encode_job, "text_shard": text_shard_job,
+            "regions_shard": regions_shard_job}
+    if rule in jobs:
+        return jobs[rule]
+    if rule.startswith("feature_"):
+        return feature_job
+    raise ValueError(f"rule {rule} cannot be recomputed from a release")
+
+
+# --- a build folder ---------------------------------------------------------------
+
+def is_build_folder(folder: Path) -> bool:
+    return not (folder / MANIFEST).is_file() and (folder / RECORDS).is_dir()
+
+
+def audit_build(out_dir: Path | str) -> tuple[list[Problem], int]:
+    """Every file a job record says its job wrote: still there, with the bytes recorded?
+    Returns the problems and the number of files checked."""
+    out_dir, problems, checked = Path(out_dir), [], 0
+    for record in load_records(out_dir):
+        job = job_name(record)
+        for output in record["outputs"]:
+            checked += 1
+            path = out_dir / output["path"]
+            if not path.is_file():
+                problems.append(Problem("missing", output["path"], f"made by job {job} (rule {record['rule']})"))
+            elif path.stat().st_size != output["size"] or sha256_file(path) != output["sha256"]:
+                problems.append(Problem("differs", output["path"], f"not the bytes job {job} recorded"))
+    return problems, checked
+
+
+def main_audit_build(out_dir: Path, out=sys.stdout) -> int:
+    problems, checked = audit_build(out_dir)
+    for problem in problems:
+        print(problem, file=out)
+    # Snakemake takes targets relative to its working directory, where this is run from.
+    for kind, how in (("missing", "name them as targets: snakemake --cores all"),
+                      ("differs", "force them as targets: snakemake --cores all --force")):
+        paths = [os.path.relpath(out_dir / p.path) for p in problems if p.kind == kind]
+        if paths:
+            print(f"to restore the {kind} files, {how} {' '.join(paths[:3])}{' ...' if len(paths) > 3 else ''}",
+                  file=out)
+    verdict = "FAILED" if problems else "passed"
+    print(f"build audit {verdict}: {checked} recorded files, {len(problems)} problem(s)", file=out)
+    return 1 if problems else 0
+
+
+def main_audit(release_dir: str, recompute: int, out=sys.stdout) -> int:
+    if is_build_folder(Path(release_dir)):
+        if recompute:
+            print("annobench: --recompute checks a release; a build folder's jobs rerun with snakemake", file=out)
+            return 2
+        return main_audit_build(Path(release_dir), out)
+    problems = audit(release_dir, recompute)
+    entries = read_manifest(Path(release_dir)) if (Path(release_dir) / MANIFEST).is_file() else []
+    for problem in problems:
+        print(problem, file=out)
+    released = sum(e["released"] for e in entries)
+    if recompute:
+        print(f"recomputed: {', '.join(sample_jobs(entries, recompute))}", file=out)
+    verdict = "FAILED" if problems else "passed"
+    print(f"audit {verdict}: {released} released files, {len(entries) - released} intermediate, "
+          f"{len(problems)} problem(s){f', {recompute} job(s) recomputed' if recompute else ''}", file=out)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":  # the recompute worker: python -m annobench.release.audit RELEASE_DIR JOB
+    found = recompute_named_job(Path(sys.argv[1]), sys.argv[2])
+    print(json.dumps([problem.__dict__ for problem in found]))
