@@ -142,7 +142,7 @@ def synthetic_build(template: Path, n_images: int, out: Path) -> None:
 
 def child(build: Path, browse: Path, per_page: int, top_terms: int) -> None:
     """Runs in a fresh process: build the browser, print seconds and peak memory."""
-    from annobench.release.browse import build_browser
+    from annobench.release.browser.writer import build_browser
 
     started = time.perf_counter()
     files = build_browser(build, browse, {"images_per_page": per_page, "top_terms": top_terms})

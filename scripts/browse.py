@@ -1,11 +1,11 @@
-"""Snakemake entry point of rule browse; the work is in annobench.release.browse."""
+"""Snakemake entry point of rule browse; the work is in annobench.release.browser.writer."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.release.browse import build_browser  # noqa: E402
+from annobench.release.browser.writer import build_browser  # noqa: E402
 from annobench.core.fsutil import atomic_path  # noqa: E402
 from annobench.core.progress import job_log  # noqa: E402
 from annobench.core.provenance import record_job  # noqa: E402

@@ -1,4 +1,4 @@
-"""The release browser (annobench.release.browse): a static site checked on disk and in a real headless Chromium.
+"""The release browser (annobench.release.browser): a static site checked on disk and in a real headless Chromium.
 
 The site must sit next to the stored images' `resized/`, so each test builds
 it into its own folder holding a link to the build's `resized/`, leaving the
@@ -22,7 +22,8 @@ from PIL import Image
 
 from debian import debian_program
 
-from annobench.release.browse import browser_settings, build_browser, file_stem, image_page_path
+from annobench.release.browser.files import file_stem, image_page_path
+from annobench.release.browser.writer import browser_settings, build_browser
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")

@@ -2,5 +2,5 @@
 them; gives the release folder: the files, their manifest and lineage
 (assemble), the audit that checks a release or a build, a Croissant record
 (croissant), a Hugging Face dataset card (dataset_card) and a static
-browser of the data (browse).
+browser of the data (browser).
 """

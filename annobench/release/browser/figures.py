@@ -1,0 +1,138 @@
+"""The index's figures, collected from the whole build table by table:
+counts, label and concept frequencies, regions per segmentation, relations,
+splits, rejects by reason and feature norms."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from annobench.release.browser.source import Catalogue, Log, Source, read_file
+
+# Caps on what one page lists, so no HTML file grows with the collection.
+REJECT_EXAMPLES = 5          # ids shown per reason group
+
+
+@dataclass
+class Figures:
+    counts: dict[str, int] = field(default_factory=dict)
+    region_labels: Counter = field(default_factory=Counter)        # label -> regions
+    region_label_images: Counter = field(default_factory=Counter)  # label -> images
+    regions_per_segmentation: Counter = field(default_factory=Counter)
+    relations: dict[str, Counter] = field(default_factory=dict)
+    concepts: Counter = field(default_factory=Counter)             # concept -> images
+    splits: Counter = field(default_factory=Counter)
+    rejects: dict[tuple[str, str], list] = field(default_factory=dict)  # (where, reason) -> [count, ids]
+    norms: dict[str, dict] = field(default_factory=dict)
+
+    def labels_by_frequency(self) -> list[str]:
+        return [label for label, _ in sorted(self.region_labels.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def count_rows(files: list[Path]) -> int:
+    return sum(pq.read_metadata(f).num_rows for f in files)
+
+
+def count_images(files: list[Path]) -> int:
+    """Distinct image ids; tables are split by image shard, so per-file counts add up."""
+    return sum(pc.count_distinct(read_file(f, ["image_id"]).column("image_id")).as_py() for f in files)
+
+
+def collect_counts(source: Source, catalogue: Catalogue, runs: list[str]) -> dict[str, int]:
+    counts = {"images": len(catalogue)}
+    for key, table in (("rejects", "rejects"), ("duplicates", "duplicates"), ("pages", "pages"),
+                       ("regions", "regions"), ("spatial relations", "spatial_relations"),
+                       ("concepts", "concepts"), ("ground truth labels", "ground_truth")):
+        if source.files(table):
+            counts[key] = count_rows(source.files(table))
+    for key, table in (("images with text terms", "text_terms"), ("images with pages", "image_urls"),
+                       ("images with regions", "regions"), ("images with ground truth", "ground_truth")):
+        if source.files(table):
+            counts[key] = count_images(source.files(table))
+    if runs:
+        counts["baseline runs"] = len(runs)
+    return counts
+
+
+def collect_regions(source: Source, figures: Figures) -> None:
+    for path in source.files("regions"):
+        table = read_file(path, ["image_id", "annotator", "label"])
+        if "label" in table.column_names:
+            labelled = table.filter(pc.is_valid(table.column("label")))
+            for row in labelled.group_by("label").aggregate([("image_id", "count"),
+                                                              ("image_id", "count_distinct")]).to_pylist():
+                figures.region_labels[row["label"]] += row["image_id_count"]
+                figures.region_label_images[row["label"]] += row["image_id_count_distinct"]
+        keys = [k for k in ("image_id", "annotator") if k in table.column_names]
+        sizes = table.group_by(keys).aggregate([([], "count_all")]).column("count_all").to_pylist()
+        figures.regions_per_segmentation.update(sizes)
+
+
+def collect_relations(source: Source, figures: Figures) -> None:
+    for path in source.files("spatial_relations"):
+        table = read_file(path, ["topology", "horizontal", "vertical"])
+        for name in table.column_names:
+            counts = figures.relations.setdefault(name, Counter())
+            for row in table.group_by(name).aggregate([([], "count_all")]).to_pylist():
+                counts[row[name]] += row["count_all"]
+
+
+def collect_benchmark(source: Source, figures: Figures) -> None:
+    for path in source.files("ground_truth"):
+        table = read_file(path, ["image_id", "concept"])
+        for row in table.group_by("concept").aggregate([("image_id", "count_distinct")]).to_pylist():
+            figures.concepts[row["concept"]] += row["image_id_count_distinct"]
+    for path in source.files("splits"):
+        for row in read_file(path, ["split"]).group_by("split").aggregate([([], "count_all")]).to_pylist():
+            figures.splits[row["split"]] += row["count_all"]
+
+
+def reason_group(reason: str | None) -> str:
+    """A reason without its particulars: `cannot decode: image file is truncated` -> `cannot decode`."""
+    return (reason or "(none)").split(":", 1)[0].strip()
+
+
+def collect_rejects(source: Source, figures: Figures) -> None:
+    for where, table_name in (("ingest", "rejects"), ("text", "text_rejects"),
+                              ("segmentation", "segmentation_rejects")):
+        for path in source.files(table_name):
+            table = read_file(path, ["image_id", "reason"])
+            for image_id, reason in zip(table.column("image_id").to_pylist(), table.column("reason").to_pylist()):
+                entry = figures.rejects.setdefault((where, reason_group(reason)), [0, []])
+                entry[0] += 1
+                entry[1] = sorted(set(entry[1]) | {image_id or ""})[:REJECT_EXAMPLES]
+
+
+def vector_norms(path: Path) -> tuple[np.ndarray, int]:
+    column = read_file(path, ["vector"]).column("vector").combine_chunks()
+    dim = column.type.list_size
+    values = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+    return np.sqrt(np.einsum("ij,ij->i", values, values, dtype=np.float64)), dim
+
+
+def collect_norms(source: Source, figures: Figures, log: Log) -> None:
+    for feature in source.features():
+        parts, dim = [], 0
+        for path in source.files(feature):
+            norms, dim = vector_norms(path)
+            parts.append(norms)
+        norms = np.concatenate(parts) if parts else np.zeros(0)
+        finite = norms[np.isfinite(norms)]
+        figures.norms[feature] = {"dim": dim, "vectors": len(norms), "non_finite": len(norms) - len(finite),
+                                  "zero": int((finite == 0).sum()), "norms": finite}
+        log(f"browse: feature norms of {feature} ({len(norms):,} vectors)")
+
+
+def collect_figures(source: Source, catalogue: Catalogue, runs: list[str], log: Log) -> Figures:
+    figures = Figures(counts=collect_counts(source, catalogue, runs))
+    collect_regions(source, figures)
+    collect_relations(source, figures)
+    collect_benchmark(source, figures)
+    collect_rejects(source, figures)
+    collect_norms(source, figures, log)
+    return figures

@@ -1,0 +1,70 @@
+"""The release browser as a whole: a static website over a build's tables and stored images.
+
+A benchmark maintainer opens `browse/index.html` from disk (file://, no
+server, no network) to check a release by eye: the collection's figures
+(counts, label frequencies, regions per image, rejects, feature norms), a
+paged grid of the stored images, and one page per image with its text
+terms and the pages they came from, its regions drawn over the picture,
+its spatial relations, its ground truth and split, and what each baseline
+run predicted for it.
+
+The site links the stored images where they are (`browse/` sits next to
+`resized/`, in the build folder and in the release), so it adds HTML and
+one small overlay PNG per segmentation, nothing more. Every page is bounded
+(caps on the rows a section shows), so no file grows with the collection.
+
+Memory stays bounded too: tables split by shard are read one shard at a
+time; per-image tables that are not (ground truth, splits, duplicates, runs)
+are first regrouped by image shard into a scratch folder. Output is
+deterministic: everything is sorted, numbers have fixed formats, and no
+time or absolute path is written.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from annobench.release.browser.figures import collect_figures
+from annobench.release.browser.files import Site
+from annobench.release.browser.image_pages import Context, write_image_pages
+from annobench.release.browser.index_pages import index_html, leaderboard_html, write_grid
+from annobench.release.browser.markup import STYLE
+from annobench.release.browser.overlays import Palette
+from annobench.release.browser.source import Catalogue, Log, PerImage, Source
+
+DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20}
+
+
+def browser_settings(config: dict) -> dict:
+    """The browser's settings from a build config (`release.browse`), defaults filled in."""
+    release = config.get("release") or {}
+    settings = {**DEFAULTS, **(release.get("browse") or {})}
+    settings.setdefault("title", release.get("title") or "annobench release")
+    return settings
+
+
+def build_browser(source_dir: Path, browse_dir: Path, settings: dict, log: Log = lambda line: None) -> int:
+    """Write the static browser of the build in `source_dir` into the new folder `browse_dir`
+    (which must sit next to the stored images' `resized/`); return the number of files written."""
+    settings = {**DEFAULTS, "title": "annobench release", **settings}
+    source = Source(Path(source_dir))
+    browse_dir = Path(browse_dir)
+    browse_dir.mkdir(parents=True, exist_ok=False)
+    site = Site(browse_dir)
+    catalogue = Catalogue.load(source, max(1, int(settings["images_per_page"])))
+    log(f"browse: {len(catalogue):,} images")
+    with tempfile.TemporaryDirectory(prefix="annobench-browse-") as scratch:
+        per_image = PerImage(source, catalogue, Path(scratch), int(settings["top_terms"]), log)
+        figures = collect_figures(source, catalogue, per_image.runs, log)
+        leaderboard = source.table("leaderboard")
+        site.write("style.css", STYLE)
+        site.write("index.html", index_html(settings, source, catalogue, figures, leaderboard is not None))
+        if leaderboard is not None:
+            site.write("leaderboard.html", leaderboard_html(settings, leaderboard))
+        write_grid(site, settings, catalogue, log)
+        context = Context(settings, source, catalogue, per_image, Palette(figures.labels_by_frequency()), site,
+                          source.table("pages", ["page_id", "title", "status"]))
+        write_image_pages(context, log)
+    log(f"browse: {site.files:,} files written")
+    return site.files
