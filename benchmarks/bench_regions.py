@@ -38,7 +38,7 @@ def child(source: str) -> None:
     from annobench.images.decode import DecodeLimits, decode_image
     from annobench.regions.features import region_features, rgb_to_lab
     from annobench.regions.segmentation import Segmentation
-    from annobench.regions.segmentations import import_segmentations
+    from annobench.regions.importers import import_segmentations
     from annobench.regions.relations import spatial_relations
 
     limits = DecodeLimits(max_pixels=10**8, min_width=1, min_height=1)

@@ -23,7 +23,7 @@ from annobench.regions.segmentation import (
     rejects_table,
     write_label_map,
 )
-from annobench.regions.segmentations import import_segmentations, split_imported
+from annobench.regions.importers import import_segmentations, split_imported
 from annobench.regions.relations import spatial_relations
 
 MSRC = REAL / "segmentations" / "msrc_v2"

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from annobench.regions.segmentation import Segmentation
-from annobench.regions.segmentations import import_segmentations
+from annobench.regions.importers import import_segmentations
 from annobench.benchmark.splits import SplitError, assign_splits, region_subsets, splits_from_lists, splits_table
 from conftest import REAL, bsds_photos, require_shared
 

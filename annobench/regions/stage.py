@@ -25,7 +25,7 @@ from annobench.regions.features import (
 from annobench.regions.segmentation import (
     REGIONS_SCHEMA, SEGMENTATION_REJECTS_SCHEMA, Segmentation, renumber_regions, write_label_map,
 )
-from annobench.regions.segmentations import import_segmentations
+from annobench.regions.importers import import_segmentations
 from annobench.regions.relations import (
     SPATIAL_RELATIONS_SCHEMA, relation_frequency_table, relations_of_regions, stacked_relations_table,
 )
