@@ -37,7 +37,8 @@ def child(source: str) -> None:
     one photo (and its Lab image) in memory at a time."""
     from annobench.images.decode import DecodeLimits, decode_image
     from annobench.regions.features import region_features, rgb_to_lab
-    from annobench.regions.segmentations import Segmentation, import_segmentations
+    from annobench.regions.segmentation import Segmentation
+    from annobench.regions.importers import import_segmentations
     from annobench.regions.relations import spatial_relations
 
     limits = DecodeLimits(max_pixels=10**8, min_width=1, min_height=1)

@@ -19,7 +19,9 @@ from sklearn.metrics import (
 )
 
 from annobench.benchmark import measures as M
-from annobench.regions.segmentations import MSRC_V2_CLASSES, Segmentation, import_segmentations
+from annobench.regions.segmentation import Segmentation
+from annobench.regions.importers import import_segmentations
+from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
 from conftest import REAL, read_scene, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"

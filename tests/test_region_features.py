@@ -12,7 +12,8 @@ from annobench.images.decode import DecodeLimits, decode_image
 from annobench.regions.features import (
     FEATURE_NAMES, REGION_FEATURES_SCHEMA, features_table, region_features, rgb_to_lab,
 )
-from annobench.regions.segmentations import MSRC_V2_CLASSES, import_segmentations, split_imported
+from annobench.regions.importers import import_segmentations, split_imported
+from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 REFERENCE = SHARED / "reference" / "region_features" / "msrc_v2_carbonetto27.tsv"

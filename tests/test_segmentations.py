@@ -14,17 +14,16 @@ from PIL import Image
 from annobench.images.decode import DecodeLimits, decode_image
 from annobench.regions.matfile import write_mat
 from annobench.regions.features import region_features, rgb_to_lab
-from annobench.regions.segmentations import (
+from annobench.regions.segmentation import (
     REGIONS_SCHEMA,
     SEGMENTATION_REJECTS_SCHEMA,
     Segmentation,
-    import_segmentations,
     read_label_map,
     regions_table,
     rejects_table,
-    split_imported,
     write_label_map,
 )
+from annobench.regions.importers import import_segmentations, split_imported
 from annobench.regions.relations import spatial_relations
 
 MSRC = REAL / "segmentations" / "msrc_v2"

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from conftest import REAL, require_shared
 
-from annobench.regions.segmentations import import_segmentations, split_imported
+from annobench.regions.importers import import_segmentations, split_imported
 from annobench.regions.relations import (
     SPATIAL_RELATIONS_SCHEMA,
     adjacent_pairs,

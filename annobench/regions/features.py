@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from annobench.regions.segmentations import DenseLabelMap, key_columns, renumber_regions
+from annobench.regions.segmentation import DenseLabelMap, key_columns, renumber_regions
 from annobench.core.tables import field
 
 SHAPE_FEATURES = (

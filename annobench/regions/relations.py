@@ -30,7 +30,7 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from annobench.regions.segmentations import DenseLabelMap, key_columns, renumber_regions
+from annobench.regions.segmentation import DenseLabelMap, key_columns, renumber_regions
 from annobench.core.tables import field
 
 DEFAULT_STRIPE_FRACTION = 0.2

@@ -23,10 +23,10 @@ from annobench.core.provenance import raw_file
 from annobench.regions.features import (
     FEATURE_NAMES, REGION_FEATURES_SCHEMA, features_of_regions, features_table, rgb_to_lab,
 )
-from annobench.regions.segmentations import (
-    REGIONS_SCHEMA, SEGMENTATION_REJECTS_SCHEMA, Segmentation, import_segmentations, renumber_regions,
-    write_label_map,
+from annobench.regions.segmentation import (
+    REGIONS_SCHEMA, SEGMENTATION_REJECTS_SCHEMA, Segmentation, renumber_regions, write_label_map,
 )
+from annobench.regions.importers import import_segmentations
 from annobench.regions.relations import (
     SPATIAL_RELATIONS_SCHEMA, relation_frequency_table, relations_of_regions, stacked_relations_table,
 )
