@@ -12,8 +12,6 @@ import pytest
 from conftest import REAL, require_shared
 
 from annobench.benchmark.runs import (
-    Run,
-    RunFormatError,
     check_run,
     check_run_main,
     read_concept_lists,
@@ -22,6 +20,8 @@ from annobench.benchmark.runs import (
     write_concept_lists,
     write_run,
 )
+from annobench.benchmark.runs.model import Run
+from annobench.benchmark.runs.problems import RunFormatError
 from annobench.core.tables import read_metadata
 
 REAL_RUNS = REAL / "runs" / "imageclef2014_devel"

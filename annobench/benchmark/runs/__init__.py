@@ -24,20 +24,20 @@ import itertools
 import json
 import re
 import sys
-from dataclasses import dataclass
 from os import PathLike
-from typing import Iterator, Sequence, TextIO, Union
+from typing import Iterator, Sequence, TextIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from annobench.benchmark.runs.model import Run, check_ids_writable
+from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunFormatError, RunProblem, quote
 from annobench.core.fsutil import atomic_path
 from annobench.core.tables import META_PARAMS, field, write_table_blocks
 
 FORMS = ("imageclef2012", "imageclef2013", "parquet")
-MAX_PROBLEMS = 100
 RUN_ARTEFACT = "run"
 _TEXT_BLOCK_LINES = 4096  # lines parsed together when reading a text run
 
@@ -50,7 +50,6 @@ _SCALE = 10**SCORE_DECIMALS
 # One written pair: " d.dddddd b" (a separating space, the score, a space, the decision).
 _PAIR_WIDTH = 5 + SCORE_DECIMALS
 
-PathArg = Union[str, PathLike]
 ConceptLists = Sequence[tuple[str, Sequence[str]]]
 
 # Parquet form. `decision` is bool: the data model holds decisions as bool and
@@ -69,124 +68,7 @@ RUN_SCHEMA = pa.schema(
 )
 
 
-@dataclass(frozen=True)
-class RunProblem:
-    """One thing wrong with a run or a companion file: 1-based line (0 = the whole file) and what."""
-
-    line: int
-    message: str
-
-
-class RunFormatError(ValueError):
-    """A run, vocabulary or concept-list file is malformed; `problems` says where and how."""
-
-    def __init__(self, problems: Sequence[RunProblem], path: PathArg = ""):
-        self.problems = list(problems)
-        self.path = str(path)
-        super().__init__("\n".join(self.report_lines()))
-
-    def report_lines(self) -> list[str]:
-        return [f"{self.path}:{p.line}: {p.message}" for p in self.problems]
-
-
-@dataclass(eq=False)
-class Run:
-    """A run as matrices: row = run line (test image), column = vocabulary concept.
-
-    Outside the listed concepts read_run leaves scores NaN and decisions
-    False; listed is None when every image lists every concept (the 2012 form).
-    """
-
-    image_ids: list[str]
-    concepts: list[str]
-    scores: np.ndarray
-    decisions: np.ndarray
-    listed: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        self.image_ids = list(self.image_ids)
-        self.concepts = list(self.concepts)
-        if len(set(self.concepts)) != len(self.concepts):
-            raise ValueError("Run.concepts names a concept twice")
-        self.scores = np.asarray(self.scores, dtype=np.float64)
-        self.decisions = _as_bool(self.decisions, "decisions")
-        if self.listed is not None:
-            self.listed = _as_bool(self.listed, "listed")
-        shape = (len(self.image_ids), len(self.concepts))
-        for name in ("scores", "decisions", "listed"):
-            value = getattr(self, name)
-            if value is not None and value.shape != shape:
-                raise ValueError(f"Run.{name} has shape {value.shape}; expected {shape} (images x concepts)")
-
-    def listed_mask(self) -> np.ndarray:
-        """Which (image, concept) cells the run speaks for."""
-        if self.listed is None:
-            return np.ones(self.scores.shape, dtype=bool)
-        return self.listed
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Run):
-            return NotImplemented
-        same_listed = (self.listed is None and other.listed is None) or (
-            self.listed is not None and other.listed is not None and np.array_equal(self.listed, other.listed)
-        )
-        return (
-            self.image_ids == other.image_ids
-            and self.concepts == other.concepts
-            and np.array_equal(self.scores, other.scores, equal_nan=True)
-            and np.array_equal(self.decisions, other.decisions)
-            and same_listed
-        )
-
-
-def _as_bool(values: object, name: str) -> np.ndarray:
-    values = np.asarray(values)
-    if values.dtype == bool:
-        return values
-    if not np.isin(values, (0, 1)).all():
-        raise ValueError(f"Run.{name} must be bool (or 0/1)")
-    return values.astype(bool)
-
-
-# ---------------------------------------------------------------- problems
-
-
-class _Problems:
-    """Collects problems up to a limit and counts the rest."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.found: list[RunProblem] = []
-        self.total = 0
-
-    def has_room(self) -> bool:
-        return len(self.found) < self.limit
-
-    def add(self, line: int, message: str) -> int | None:
-        """Record a problem; returns its index in `found`, or None if past the limit."""
-        self.total += 1
-        if not self.has_room():
-            return None
-        self.found.append(RunProblem(line, message))
-        return len(self.found) - 1
-
-    def result(self) -> list[RunProblem]:
-        unlisted = self.total - len(self.found)
-        if not unlisted:
-            return list(self.found)
-        more = f"{unlisted} more problem(s) not listed (the listing stops at {self.limit})"
-        return self.found + [RunProblem(0, more)]
-
-    def raise_if_any(self, path: PathArg) -> None:
-        if self.total:
-            raise RunFormatError(self.result(), path)
-
-
-def _quote(token: str, width: int = 40) -> str:
-    return repr(token if len(token) <= width else token[:width] + "...")
-
-
-def _decode(raw: bytes, number: int, problems: _Problems) -> str:
+def _decode(raw: bytes, number: int, problems: Problems) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -199,7 +81,7 @@ def _decode(raw: bytes, number: int, problems: _Problems) -> str:
 
 def read_concepts(path: PathArg) -> list[str]:
     """The vocabulary: one concept name a line (whitespace stripped, blank lines skipped)."""
-    problems = _Problems(MAX_PROBLEMS)
+    problems = Problems(MAX_PROBLEMS)
     first_line: dict[str, int] = {}
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, 1):
@@ -207,7 +89,7 @@ def read_concepts(path: PathArg) -> list[str]:
             if not name:
                 continue
             if any(char.isspace() for char in name):
-                problems.add(number, f"concept name {_quote(name)} contains whitespace "
+                problems.add(number, f"concept name {quote(name)} contains whitespace "
                                      "(runs and lists separate names by spaces)")
             elif name in first_line:
                 problems.add(number, f"concept '{name}' repeats line {first_line[name]}")
@@ -247,7 +129,7 @@ class _Lists:
         return self.ids.index(image_id) + 1
 
 
-def _parse_lists(entries: Iterator[tuple[int, list[str]]], concepts: Sequence[str], problems: _Problems) -> _Lists:
+def _parse_lists(entries: Iterator[tuple[int, list[str]]], concepts: Sequence[str], problems: Problems) -> _Lists:
     """Build lists from (line number, fields) entries, recording unknown or repeated concepts."""
     index = _vocabulary_index(concepts)
     ids: list[str] = []
@@ -269,10 +151,10 @@ def _parse_lists(entries: Iterator[tuple[int, list[str]]], concepts: Sequence[st
     return _Lists(ids, np.frombuffer(starts, dtype=np.int64), np.frombuffer(flat, dtype=np.int32))
 
 
-def _report_list_line(number: int, names: list[str], index: dict[str, int], problems: _Problems) -> None:
+def _report_list_line(number: int, names: list[str], index: dict[str, int], problems: Problems) -> None:
     unknown = [name for name in names if name not in index]
     if unknown:  # one problem a line: a wrong vocabulary file would otherwise bury every other report
-        shown = ", ".join(_quote(name) for name in unknown[:5])
+        shown = ", ".join(quote(name) for name in unknown[:5])
         shown += f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         problems.add(number, f"unknown concept{'s' if len(unknown) > 1 else ''} {shown} (not in the vocabulary)")
     seen: set[str] = set()
@@ -282,7 +164,7 @@ def _report_list_line(number: int, names: list[str], index: dict[str, int], prob
         seen.add(name)
 
 
-def _list_file_entries(path: PathArg, problems: _Problems) -> Iterator[tuple[int, list[str]]]:
+def _list_file_entries(path: PathArg, problems: Problems) -> Iterator[tuple[int, list[str]]]:
     # The organisers' list files are split on any whitespace: they are inputs
     # we are given, not submissions we must hold to the single-space rule.
     with open(path, "rb") as handle:
@@ -301,7 +183,7 @@ def _vocabulary_index(concepts: Sequence[str]) -> dict[str, int]:
 
 
 def _load_lists(path: PathArg, concepts: Sequence[str]) -> _Lists:
-    problems = _Problems(MAX_PROBLEMS)
+    problems = Problems(MAX_PROBLEMS)
     lists = _parse_lists(_list_file_entries(path, problems), concepts, problems)
     problems.raise_if_any(path)
     return lists
@@ -319,7 +201,7 @@ def _as_lists(concept_lists: ConceptLists | PathArg | _Lists | None, concepts: S
         return concept_lists
     if isinstance(concept_lists, (str, PathLike)):
         return _load_lists(concept_lists, concepts)
-    problems = _Problems(MAX_PROBLEMS)
+    problems = Problems(MAX_PROBLEMS)
     entries = ((i, [image_id, *names]) for i, (image_id, names) in enumerate(concept_lists, 1))
     lists = _parse_lists(entries, concepts, problems)
     problems.raise_if_any("<concept lists>")
@@ -435,7 +317,7 @@ _VOCABULARY = -1  # "slot" of a line checked against the whole vocabulary (no co
 class _TextScan:
     """Checks the records of a text run in order, matching line i to concept-list line i."""
 
-    def __init__(self, concepts: Sequence[str], lists: _Lists | None, problems: _Problems):
+    def __init__(self, concepts: Sequence[str], lists: _Lists | None, problems: Problems):
         self.concepts = concepts
         self.lists = lists
         self.problems = problems
@@ -461,7 +343,7 @@ class _TextScan:
             return  # with the wrong count, which pair is which concept is unknown: values wait for the fix
         names = self._names(slot) if slot is not None and record.issues else None
         for pair, is_score, token, reason in record.issues:
-            self.problems.add(record.number, f"{_field_label(pair, is_score, names)}: {_quote(token)} {reason}")
+            self.problems.add(record.number, f"{_field_label(pair, is_score, names)}: {quote(token)} {reason}")
 
     def _place_without_lists(self, record: _Record) -> int:
         first = self.first_line.setdefault(record.image_id, record.number)
@@ -554,7 +436,7 @@ class _TextScan:
             self.problems.found[self.extra_problem] = RunProblem(line, self._too_many_message())
 
 
-def _scan_text(path: PathArg, concepts: Sequence[str], lists: _Lists | None, problems: _Problems) -> tuple[int, int]:
+def _scan_text(path: PathArg, concepts: Sequence[str], lists: _Lists | None, problems: Problems) -> tuple[int, int]:
     scan = _TextScan(concepts, lists, problems)
     with open(path, "rb") as handle:
         records = (_read_record(number, raw) for number, raw in enumerate(handle, 1))
@@ -664,7 +546,7 @@ def _concatenated_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 class _ParquetScan:
     """Checks a Parquet run block by block, each test a vectorised pass over the block."""
 
-    def __init__(self, concepts: Sequence[str], lists: _Lists | None, per_image_lists: bool, problems: _Problems):
+    def __init__(self, concepts: Sequence[str], lists: _Lists | None, per_image_lists: bool, problems: Problems):
         self.concepts = concepts
         self.lists = lists
         self.whole_vocabulary = lists is None and not per_image_lists
@@ -723,7 +605,7 @@ class _ParquetScan:
             found.append((int(block.line[k]), "a row without concept; only a line whose list is empty has one, "
                                               "alone and with null score and decision"))
         for k in np.flatnonzero(concept == _UNKNOWN_CONCEPT):
-            name = _quote(str(block.concept_name[k]))
+            name = quote(str(block.concept_name[k]))
             found.append((int(block.line[k]), f"unknown concept {name} (not in the vocabulary)"))
         known = concept >= 0
         for k in np.flatnonzero(known & ~((score >= 0) & (score <= 1))):
@@ -792,7 +674,7 @@ class _ParquetScan:
         return n_lines
 
 
-def _scan_parquet(path: PathArg, concepts: Sequence[str], lists: _Lists | None, problems: _Problems) -> tuple[int, int]:
+def _scan_parquet(path: PathArg, concepts: Sequence[str], lists: _Lists | None, problems: Problems) -> tuple[int, int]:
     try:
         parquet = pq.ParquetFile(path)
     except pa.ArrowInvalid as error:
@@ -819,7 +701,7 @@ def _check(path: PathArg, concepts: Sequence[str], lists: _Lists | None,
            max_problems: int) -> tuple[list[RunProblem], int, int]:
     """The problems, the number of lines and the number of pairs of a run."""
     _vocabulary_index(concepts)
-    problems = _Problems(max_problems)
+    problems = Problems(max_problems)
     scan = _scan_parquet if _is_parquet(path) else _scan_text
     n_lines, n_pairs = scan(path, concepts, lists, problems)
     return problems.result(), n_lines, n_pairs
@@ -908,17 +790,11 @@ def _read_parquet(path: PathArg, concepts: Sequence[str], lists: _Lists | None, 
 # ---------------------------------------------------------------- writing
 
 
-def _check_ids_writable(run: Run) -> None:
-    for line, image_id in enumerate(run.image_ids, 1):
-        if not image_id or any(char.isspace() for char in image_id):
-            raise ValueError(f"image id {image_id!r} (line {line}) is empty or holds whitespace; "
-                             "runs and lists separate fields by spaces")
-
 
 def _check_writable(run: Run, form: str) -> None:
     if form not in FORMS:
         raise ValueError(f"unknown run form {form!r}; choose one of {', '.join(FORMS)}")
-    _check_ids_writable(run)
+    check_ids_writable(run)
     mask = run.listed_mask()
     bad = mask & ~((run.scores >= 0) & (run.scores <= 1))  # NaN fails both tests
     if bad.any():
@@ -979,7 +855,7 @@ def _text_chunks(run: Run, mask: np.ndarray, lines_per_chunk: int = 4096) -> Ite
 
 def write_concept_lists(run: Run, path: PathArg) -> None:
     """Write the lists implied by run.listed (every concept if None), in vocabulary order, atomically."""
-    _check_ids_writable(run)
+    check_ids_writable(run)
     mask = run.listed_mask()
     names = np.array(run.concepts, dtype=object)
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
