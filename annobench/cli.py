@@ -229,7 +229,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from annobench.core.fsutil import write_bytes_atomic
     from annobench.benchmark.ground_truth import GroundTruthError, read_truth_csv, truth_matrix
     from annobench.benchmark.measures import evaluate, per_concept_table
-    from annobench.benchmark.runs import read_concepts, read_run
+    from annobench.benchmark.runs import read_run
+    from annobench.benchmark.runs.concepts import read_concepts
     from annobench.benchmark.runs.problems import RunFormatError
 
     try:

@@ -19,12 +19,10 @@ image ids), not with the run's pairs.
 
 from __future__ import annotations
 
-import array
 import itertools
 import json
 import re
 import sys
-from os import PathLike
 from typing import Iterator, Sequence, TextIO
 
 import numpy as np
@@ -32,6 +30,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from annobench.benchmark.runs.concepts import (
+    CompactLists,
+    ConceptLists,
+    as_lists,
+    load_lists,
+    read_concepts,
+    vocabulary_index,
+)
 from annobench.benchmark.runs.model import Run, check_ids_writable
 from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunFormatError, RunProblem, quote
 from annobench.core.fsutil import atomic_path
@@ -50,8 +56,6 @@ _SCALE = 10**SCORE_DECIMALS
 # One written pair: " d.dddddd b" (a separating space, the score, a space, the decision).
 _PAIR_WIDTH = 5 + SCORE_DECIMALS
 
-ConceptLists = Sequence[tuple[str, Sequence[str]]]
-
 # Parquet form. `decision` is bool: the data model holds decisions as bool and
 # Arrow packs them in bits. `line` is explicit because image ids may repeat
 # (the real 2014 runs repeat ids), so the id alone cannot order the rows. A line
@@ -66,146 +70,6 @@ RUN_SCHEMA = pa.schema(
         field("line", pa.int32(), "line of the equivalent text run, from 1; rows are in line then list order"),
     ]
 )
-
-
-def _decode(raw: bytes, number: int, problems: Problems) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        problems.add(number, f"not valid UTF-8: byte 0x{raw[error.start]:02x} at byte {error.start + 1} of the line")
-        return raw.decode("utf-8", "replace")
-
-
-# ---------------------------------------------------------------- vocabulary and concept lists
-
-
-def read_concepts(path: PathArg) -> list[str]:
-    """The vocabulary: one concept name a line (whitespace stripped, blank lines skipped)."""
-    problems = Problems(MAX_PROBLEMS)
-    first_line: dict[str, int] = {}
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            name = _decode(raw, number, problems).strip().lstrip("\ufeff")
-            if not name:
-                continue
-            if any(char.isspace() for char in name):
-                problems.add(number, f"concept name {quote(name)} contains whitespace "
-                                     "(runs and lists separate names by spaces)")
-            elif name in first_line:
-                problems.add(number, f"concept '{name}' repeats line {first_line[name]}")
-            else:
-                first_line[name] = number
-    if not first_line and not problems.total:
-        problems.add(0, "empty vocabulary: no concept names")
-    problems.raise_if_any(path)
-    return list(first_line)
-
-
-class _Lists:
-    """Concept lists held compactly: line i lists vocabulary columns flat[starts[i]:starts[i + 1]]."""
-
-    def __init__(self, ids: list[str], starts: np.ndarray, flat: np.ndarray):
-        self.ids = ids
-        self.starts = starts
-        self.flat = flat
-        self.counts = np.diff(starts)
-        self._id_set: set[str] | None = None
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def count(self, line: int) -> int:
-        return int(self.counts[line])
-
-    def columns(self, line: int) -> np.ndarray:
-        return self.flat[self.starts[line] : self.starts[line + 1]]
-
-    def contains(self, image_id: str) -> bool:
-        if self._id_set is None:
-            self._id_set = set(self.ids)
-        return image_id in self._id_set
-
-    def first_line_of(self, image_id: str) -> int:
-        return self.ids.index(image_id) + 1
-
-
-def _parse_lists(entries: Iterator[tuple[int, list[str]]], concepts: Sequence[str], problems: Problems) -> _Lists:
-    """Build lists from (line number, fields) entries, recording unknown or repeated concepts."""
-    index = _vocabulary_index(concepts)
-    ids: list[str] = []
-    flat = array.array("i")
-    starts = array.array("q", [0])
-    for number, fields in entries:
-        if not fields:
-            problems.add(number, "blank line: concept-list line i belongs to run line i, so no line may be empty")
-            continue
-        columns = list(map(index.get, fields[1:]))
-        if None in columns or len(set(columns)) != len(columns):
-            _report_list_line(number, fields[1:], index, problems)
-            columns = []
-        ids.append(fields[0])
-        flat.extend(columns)
-        starts.append(len(flat))
-    if not ids and not problems.total:
-        problems.add(0, "no concept lists: the file has no lines")
-    return _Lists(ids, np.frombuffer(starts, dtype=np.int64), np.frombuffer(flat, dtype=np.int32))
-
-
-def _report_list_line(number: int, names: list[str], index: dict[str, int], problems: Problems) -> None:
-    unknown = [name for name in names if name not in index]
-    if unknown:  # one problem a line: a wrong vocabulary file would otherwise bury every other report
-        shown = ", ".join(quote(name) for name in unknown[:5])
-        shown += f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        problems.add(number, f"unknown concept{'s' if len(unknown) > 1 else ''} {shown} (not in the vocabulary)")
-    seen: set[str] = set()
-    for name in names:
-        if name in seen and name in index:
-            problems.add(number, f"concept '{name}' listed twice")
-        seen.add(name)
-
-
-def _list_file_entries(path: PathArg, problems: Problems) -> Iterator[tuple[int, list[str]]]:
-    # The organisers' list files are split on any whitespace: they are inputs
-    # we are given, not submissions we must hold to the single-space rule.
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            text = _decode(raw, number, problems)
-            yield number, (text.lstrip("\ufeff") if number == 1 else text).split()
-
-
-def _vocabulary_index(concepts: Sequence[str]) -> dict[str, int]:
-    index = {name: column for column, name in enumerate(concepts)}
-    if len(index) != len(concepts):
-        raise ValueError("the vocabulary names a concept twice")
-    if not index:
-        raise ValueError("the vocabulary is empty")
-    return index
-
-
-def _load_lists(path: PathArg, concepts: Sequence[str]) -> _Lists:
-    problems = Problems(MAX_PROBLEMS)
-    lists = _parse_lists(_list_file_entries(path, problems), concepts, problems)
-    problems.raise_if_any(path)
-    return lists
-
-
-def read_concept_lists(path: PathArg, concepts: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """Per-image concept lists (lines ``id c_a c_b ...``), in file order; ids may repeat."""
-    lists = _load_lists(path, concepts)
-    return [(image_id, [concepts[c] for c in lists.columns(i)]) for i, image_id in enumerate(lists.ids)]
-
-
-def _as_lists(concept_lists: ConceptLists | PathArg | _Lists | None, concepts: Sequence[str]) -> _Lists | None:
-    """Accept lists as read_concept_lists returns them, or the path of a list file (read compactly)."""
-    if concept_lists is None or isinstance(concept_lists, _Lists):
-        return concept_lists
-    if isinstance(concept_lists, (str, PathLike)):
-        return _load_lists(concept_lists, concepts)
-    problems = Problems(MAX_PROBLEMS)
-    entries = ((i, [image_id, *names]) for i, (image_id, names) in enumerate(concept_lists, 1))
-    lists = _parse_lists(entries, concepts, problems)
-    problems.raise_if_any("<concept lists>")
-    return lists
 
 
 # ---------------------------------------------------------------- checking the text forms
@@ -317,7 +181,7 @@ _VOCABULARY = -1  # "slot" of a line checked against the whole vocabulary (no co
 class _TextScan:
     """Checks the records of a text run in order, matching line i to concept-list line i."""
 
-    def __init__(self, concepts: Sequence[str], lists: _Lists | None, problems: Problems):
+    def __init__(self, concepts: Sequence[str], lists: CompactLists | None, problems: Problems):
         self.concepts = concepts
         self.lists = lists
         self.problems = problems
@@ -436,7 +300,7 @@ class _TextScan:
             self.problems.found[self.extra_problem] = RunProblem(line, self._too_many_message())
 
 
-def _scan_text(path: PathArg, concepts: Sequence[str], lists: _Lists | None, problems: Problems) -> tuple[int, int]:
+def _scan_text(path: PathArg, concepts: Sequence[str], lists: CompactLists | None, problems: Problems) -> tuple[int, int]:
     scan = _TextScan(concepts, lists, problems)
     with open(path, "rb") as handle:
         records = (_read_record(number, raw) for number, raw in enumerate(handle, 1))
@@ -546,7 +410,7 @@ def _concatenated_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 class _ParquetScan:
     """Checks a Parquet run block by block, each test a vectorised pass over the block."""
 
-    def __init__(self, concepts: Sequence[str], lists: _Lists | None, per_image_lists: bool, problems: Problems):
+    def __init__(self, concepts: Sequence[str], lists: CompactLists | None, per_image_lists: bool, problems: Problems):
         self.concepts = concepts
         self.lists = lists
         self.whole_vocabulary = lists is None and not per_image_lists
@@ -674,7 +538,7 @@ class _ParquetScan:
         return n_lines
 
 
-def _scan_parquet(path: PathArg, concepts: Sequence[str], lists: _Lists | None, problems: Problems) -> tuple[int, int]:
+def _scan_parquet(path: PathArg, concepts: Sequence[str], lists: CompactLists | None, problems: Problems) -> tuple[int, int]:
     try:
         parquet = pq.ParquetFile(path)
     except pa.ArrowInvalid as error:
@@ -697,10 +561,10 @@ def _is_parquet(path: PathArg) -> bool:
     return str(path).endswith(".parquet")
 
 
-def _check(path: PathArg, concepts: Sequence[str], lists: _Lists | None,
+def _check(path: PathArg, concepts: Sequence[str], lists: CompactLists | None,
            max_problems: int) -> tuple[list[RunProblem], int, int]:
     """The problems, the number of lines and the number of pairs of a run."""
-    _vocabulary_index(concepts)
+    vocabulary_index(concepts)
     problems = Problems(max_problems)
     scan = _scan_parquet if _is_parquet(path) else _scan_text
     n_lines, n_pairs = scan(path, concepts, lists, problems)
@@ -718,7 +582,7 @@ def check_run(
     Without concept lists every line must hold the whole vocabulary (the 2012
     form). concept_lists may also be the path of a list file.
     """
-    problems, _, _ = _check(path, concepts, _as_lists(concept_lists, concepts), max_problems)
+    problems, _, _ = _check(path, concepts, as_lists(concept_lists, concepts), max_problems)
     return problems
 
 
@@ -728,7 +592,7 @@ def read_run(path: PathArg, concepts: Sequence[str], concept_lists: ConceptLists
     A Parquet run (name ending in .parquet) carries its lists in its rows, so
     concept_lists is optional for it; given, the rows must agree with them.
     """
-    lists = _as_lists(concept_lists, concepts)
+    lists = as_lists(concept_lists, concepts)
     problems, n_lines, _ = _check(path, concepts, lists, MAX_PROBLEMS)
     if problems:
         raise RunFormatError(problems, path)
@@ -737,7 +601,7 @@ def read_run(path: PathArg, concepts: Sequence[str], concept_lists: ConceptLists
     return _read_text(path, concepts, lists, n_lines)
 
 
-def _read_text(path: PathArg, concepts: Sequence[str], lists: _Lists | None, n_lines: int) -> Run:
+def _read_text(path: PathArg, concepts: Sequence[str], lists: CompactLists | None, n_lines: int) -> Run:
     shape = (n_lines, len(concepts))
     scores = np.full(shape, np.nan)
     decisions = np.zeros(shape, dtype=bool)
@@ -769,7 +633,7 @@ def _read_text(path: PathArg, concepts: Sequence[str], lists: _Lists | None, n_l
     return Run(image_ids, list(concepts), scores, decisions, listed)
 
 
-def _read_parquet(path: PathArg, concepts: Sequence[str], lists: _Lists | None, n_lines: int) -> Run:
+def _read_parquet(path: PathArg, concepts: Sequence[str], lists: CompactLists | None, n_lines: int) -> Run:
     shape = (n_lines, len(concepts))
     scores = np.full(shape, np.nan)
     decisions = np.zeros(shape, dtype=bool)
@@ -853,16 +717,6 @@ def _text_chunks(run: Run, mask: np.ndarray, lines_per_chunk: int = 4096) -> Ite
         yield b"".join(parts)
 
 
-def write_concept_lists(run: Run, path: PathArg) -> None:
-    """Write the lists implied by run.listed (every concept if None), in vocabulary order, atomically."""
-    check_ids_writable(run)
-    mask = run.listed_mask()
-    names = np.array(run.concepts, dtype=object)
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
-        for image_id, row in zip(run.image_ids, mask):
-            handle.write(" ".join([image_id, *names[row]]) + "\n")
-
-
 def _write_parquet(run: Run, path: PathArg) -> None:
     # One block of lines at a time: a whole table for a 500,000-line run is
     # several times the size of the run's matrices.
@@ -903,7 +757,7 @@ def check_run_main(concepts_path: PathArg, run_path: PathArg, lists_path: PathAr
     out = out or sys.stdout  # looked up at call time, so a redirected stdout is used
     try:
         concepts = read_concepts(concepts_path)
-        lists = _load_lists(lists_path, concepts) if lists_path is not None else None
+        lists = load_lists(lists_path, concepts) if lists_path is not None else None
         problems, n_lines, n_pairs = _check(run_path, concepts, lists, MAX_PROBLEMS)
     except RunFormatError as error:
         for line in error.report_lines():
