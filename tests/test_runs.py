@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REAL, require_shared
 
-from annobench.benchmark.runs import check_run, check_run_main, read_run, write_run
+from annobench.benchmark.runs.checker import check_run, check_run_main
 from annobench.benchmark.runs.concepts import read_concept_lists, read_concepts, write_concept_lists
+from annobench.benchmark.runs.files import read_run, write_run
 from annobench.benchmark.runs.model import Run
 from annobench.benchmark.runs.problems import RunFormatError
 from annobench.core.tables import read_metadata

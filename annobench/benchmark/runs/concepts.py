@@ -119,6 +119,7 @@ def _list_file_entries(path: PathArg, problems: Problems) -> Iterator[tuple[int,
 
 
 def vocabulary_index(concepts: Sequence[str]) -> dict[str, int]:
+    """Each concept's column; a vocabulary that is empty or names a concept twice is refused."""
     index = {name: column for column, name in enumerate(concepts)}
     if len(index) != len(concepts):
         raise ValueError("the vocabulary names a concept twice")
@@ -128,6 +129,7 @@ def vocabulary_index(concepts: Sequence[str]) -> dict[str, int]:
 
 
 def load_lists(path: PathArg, concepts: Sequence[str]) -> CompactLists:
+    """The list file at `path`, held compactly; RunFormatError with every problem if any."""
     problems = Problems(MAX_PROBLEMS)
     lists = _parse_lists(_list_file_entries(path, problems), concepts, problems)
     problems.raise_if_any(path)
