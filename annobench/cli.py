@@ -229,7 +229,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     from annobench.core.fsutil import write_bytes_atomic
     from annobench.benchmark.ground_truth import GroundTruthError, read_truth_csv, truth_matrix
     from annobench.benchmark.measures import evaluate, per_concept_table
-    from annobench.benchmark.runs import RunFormatError, read_concepts, read_run
+    from annobench.benchmark.runs.concepts import read_concepts
+    from annobench.benchmark.runs.files import read_run
+    from annobench.benchmark.runs.problems import RunFormatError
 
     try:
         concepts = read_concepts(args.concepts)
@@ -259,7 +261,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _check_run(args: argparse.Namespace) -> int:
-    from annobench.benchmark.runs import check_run_main
+    from annobench.benchmark.runs.checker import check_run_main
 
     return check_run_main(args.concepts, args.run, args.concept_lists)
 

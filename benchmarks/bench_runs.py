@@ -33,27 +33,28 @@ def make_inputs(work: Path, n_lines: int) -> None:
 
 
 def step(name: str, work: Path) -> None:
-    from annobench.benchmark import runs
+    from annobench.benchmark.runs.checker import check_run
+    from annobench.benchmark.runs.files import read_run, write_run
 
     start = time.perf_counter()
     if name == "check":
-        problems = runs.check_run(work / "run.res", VOCABULARY, work / "lists.txt")
+        problems = check_run(work / "run.res", VOCABULARY, work / "lists.txt")
         assert not problems, problems[:3]
     elif name == "read":
-        runs.read_run(work / "run.res", VOCABULARY, work / "lists.txt")
+        read_run(work / "run.res", VOCABULARY, work / "lists.txt")
     elif name == "write-text":
-        run = runs.read_run(work / "run.res", VOCABULARY, work / "lists.txt")
+        run = read_run(work / "run.res", VOCABULARY, work / "lists.txt")
         start = time.perf_counter()
-        runs.write_run(run, work / "again.res", "imageclef2013")
+        write_run(run, work / "again.res", "imageclef2013")
     elif name == "write-parquet":
-        run = runs.read_run(work / "run.res", VOCABULARY, work / "lists.txt")
+        run = read_run(work / "run.res", VOCABULARY, work / "lists.txt")
         start = time.perf_counter()
-        runs.write_run(run, work / "run.parquet", "parquet")
+        write_run(run, work / "run.parquet", "parquet")
     elif name == "check-parquet":
-        problems = runs.check_run(work / "run.parquet", VOCABULARY, work / "lists.txt")
+        problems = check_run(work / "run.parquet", VOCABULARY, work / "lists.txt")
         assert not problems, problems[:3]
     elif name == "read-parquet":
-        runs.read_run(work / "run.parquet", VOCABULARY)
+        read_run(work / "run.parquet", VOCABULARY)
     print(f"{name:14s} {time.perf_counter() - start:7.1f} s   peak RSS {peak_rss_mb():7.0f} MiB")
 
 

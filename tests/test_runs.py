@@ -11,17 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REAL, require_shared
 
-from annobench.benchmark.runs import (
-    Run,
-    RunFormatError,
-    check_run,
-    check_run_main,
-    read_concept_lists,
-    read_concepts,
-    read_run,
-    write_concept_lists,
-    write_run,
-)
+from annobench.benchmark.runs.checker import check_run, check_run_main
+from annobench.benchmark.runs.concepts import read_concept_lists, read_concepts, write_concept_lists
+from annobench.benchmark.runs.files import read_run, write_run
+from annobench.benchmark.runs.model import Run
+from annobench.benchmark.runs.problems import RunFormatError
 from annobench.core.tables import read_metadata
 
 REAL_RUNS = REAL / "runs" / "imageclef2014_devel"

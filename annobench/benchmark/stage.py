@@ -271,7 +271,8 @@ def read_neighbours(path: str, test_ids: list[str]) -> tuple[list[list[str]], np
 def build_baseline(name: str, kind: str, settings: BenchmarkSettings, inputs: dict, outputs: dict, log) -> dict:
     """Make one baseline run over the test images, write it (Parquet and ImageCLEF 2012 text),
     evaluate it and write the evaluation and its per-concept table. Returns the measures."""
-    from annobench.benchmark.runs import Run, write_run
+    from annobench.benchmark.runs.files import write_run
+    from annobench.benchmark.runs.model import Run
 
     data = BenchmarkData(inputs["concepts"], inputs["ground_truth"], inputs["splits"])
     scores, decisions = _baseline_matrices(kind, data, settings, inputs)

@@ -1,0 +1,18 @@
+"""Runs (SPEC 8 "Run formats"): check, read and write what a benchmark participant submits.
+
+A run gives every test image a confidence score in [0, 1] and a binary
+decision for each concept it is evaluated on. Three forms hold the same content:
+
+- ``imageclef2012`` (seed 004): one line per image, ``id s0 d0 s1 d1 ... s(N-1) d(N-1)``,
+  single spaces, every concept of the vocabulary in vocabulary order;
+- ``imageclef2013`` (the 2013-2016 campaigns): each image has its own concept
+  list (a companion file of lines ``id c_a c_b ...``); run line i belongs to
+  concept-list line i and holds pairs only for that list's concepts, in list order;
+- ``parquet``: one row per (line, listed concept), for runs too big for text tools.
+
+Callers import each name from the module that defines it (this package
+re-exports nothing): ``problems`` (RunProblem, RunFormatError), ``model``
+(Run), ``concepts`` (the vocabulary and concept lists), ``text_form`` and
+``parquet_form`` (each form checked, read and written), ``checker``
+(check_run, the check-run command) and ``files`` (read_run, write_run).
+"""
