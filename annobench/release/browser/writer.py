@@ -25,6 +25,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from annobench.core.fsutil import atomic_path
+from annobench.core.jobs import Job
 from annobench.release.browser.figures import collect_figures
 from annobench.release.browser.files import Site
 from annobench.release.browser.image_pages import Context, write_image_pages
@@ -68,3 +70,11 @@ def build_browser(source_dir: Path, browse_dir: Path, settings: dict, log: Log =
         write_image_pages(context, log)
     log(f"browse: {site.files:,} files written")
     return site.files
+
+
+def browse_job(job: Job) -> None:
+    """Rule browse: the site, built beside resized/ under a hidden name and renamed when complete
+    (its links are relative)."""
+    with atomic_path(job.output_files[0]) as partial:
+        count = build_browser(job.out_dir, partial, job.params["settings"], job.log)
+    job.log(f"{count} files in the release browser")
