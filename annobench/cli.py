@@ -263,7 +263,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _check_run(args: argparse.Namespace) -> int:
     from annobench.benchmark.runs.checker import check_run_main
 
-    return check_run_main(args.concepts, args.run, args.concept_lists)
+    return check_run_main(args.concepts, args.run, args.concept_lists, images_path=args.images)
 
 
 def _label_stats(args: argparse.Namespace) -> int:
@@ -427,6 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
         "check-run", help="validate a run file like the official ImageCLEF checker (exit 2 and one line per problem)")
     check_run.add_argument("--concepts", required=True, help="one concept a line, in the run's column order")
     check_run.add_argument("--concept-lists", default=None, help="lines 'id c_a c_b ...' (ImageCLEF 2013-2016)")
+    check_run.add_argument("--images", default=None,
+                           help="the test images in run order (one id a line, or a CSV with an image_id column such "
+                                "as the ground truth): a 2012-form run must have exactly one line for each, in order")
     check_run.add_argument("run", help="the run file (ImageCLEF 2012 or 2013-2016 form, or .parquet)")
     check_run.set_defaults(handler=_check_run)
 

@@ -96,6 +96,19 @@ def test_check_run_on_the_real_2014_runs(tmp_path, capsys):
     assert capsys.readouterr().out.startswith(f"{bad}:100: ")
 
 
+def test_check_run_takes_the_test_images_of_a_2012_form_run(tmp_path, capsys):
+    lines = (require_shared(RUNS) / "baseline_occurrence_devel_sift.res").read_text().splitlines()
+    ids = list(dict.fromkeys(line.split()[0] for line in lines))
+    (tmp_path / "concepts.txt").write_text("c000\n")
+    (tmp_path / "images.txt").write_text("".join(f"{i}\n" for i in ids))
+    (tmp_path / "run.res").write_text("".join(f"{i} 0.5 1\n" for i in ids[:-1]))  # the last image left out
+    args = ["check-run", "--concepts", str(tmp_path / "concepts.txt"), str(tmp_path / "run.res")]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main([*args, "--images", str(tmp_path / "images.txt")]) == 2
+    assert capsys.readouterr().out.startswith(f"{tmp_path / 'run.res'}:{len(ids)}: missing line(s)")
+
+
 def test_label_stats_on_the_scene_split(tmp_path, capsys):
     scene = read_scene()
     for name, truth in (("train", scene.y_train), ("test", scene.y_test)):

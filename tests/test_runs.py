@@ -393,3 +393,82 @@ def test_parquet_of_unknown_origin_hand_worked(tmp_path):
     assert run.listed.tolist() == [[True, True, False], [True, False, False], [False, False, False]]
     assert run.decisions.tolist() == [[True, False, False], [False] * 3, [False] * 3]
 
+
+
+# ---------------------------------------------------------------- the 2012 form against the test images
+
+
+def real_2012_run(tmp_path: Path) -> tuple[Path, Path, list[bytes]]:
+    """A real 2014 run in the 2012 form (each image's first line; unlisted concepts scored 0, not
+    chosen), its test-image list and its lines."""
+    lines = real_lines(RUN_NAMES[1])
+    run = read_run(write_lines(tmp_path / "real.res", lines), VOCABULARY, implied_lists(lines))
+    first = sorted({image_id: row for row, image_id in reversed(list(enumerate(run.image_ids)))}.values())
+    ids, mask = [run.image_ids[row] for row in first], run.listed_mask()[first]
+    full = Run(ids, VOCABULARY, np.where(mask, run.scores[first], 0.0), run.decisions[first] & mask, None)
+    write_run(full, tmp_path / "run2012.res", "imageclef2012")
+    images = tmp_path / "test_images.txt"
+    images.write_text("".join(i + "\n" for i in ids), encoding="utf-8")
+    return tmp_path / "run2012.res", images, (tmp_path / "run2012.res").read_bytes().split(b"\n")[:-1]
+
+
+def images_output(vocabulary: Path, run: Path, images: Path | None) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    code = check_run_main(vocabulary, run, None, out=out, images_path=images)
+    return code, out.getvalue().splitlines()
+
+
+def test_2012_run_with_two_lines_swapped_passes_alone_and_fails_against_the_test_images(tmp_path, vocabulary_file):
+    run, images, lines = real_2012_run(tmp_path)
+    assert images_output(vocabulary_file, run, images)[0] == 0
+    lines[9], lines[10] = lines[10], lines[9]
+    swapped = write_lines(tmp_path / "swapped.res", lines)
+    assert images_output(vocabulary_file, swapped, None)[0] == 0  # nothing to check the order against
+    code, report = images_output(vocabulary_file, swapped, images)
+    assert code == 2
+    assert report[0].startswith(f"{swapped}:10: image id ")
+    assert "out of order: line 10 should be image" in report[0] and "two lines swapped?" in report[0]
+
+
+def test_2012_run_missing_its_last_line_or_with_one_too_many_fails_against_the_test_images(tmp_path,
+                                                                                         vocabulary_file):
+    run, images, lines = real_2012_run(tmp_path)
+    short = write_lines(tmp_path / "short.res", lines[:-1])
+    assert images_output(vocabulary_file, short, None)[0] == 0
+    code, report = images_output(vocabulary_file, short, images)
+    assert code == 2 and report == [
+        f"{short}:{len(lines)}: missing line(s): the run ends after {len(lines) - 1} lines but the test-image list "
+        f"have {len(lines)} (first without a run line: image '{lines[-1].split()[0].decode()}', "
+        f"test-image line {len(lines)})"]
+    middle = write_lines(tmp_path / "middle.res", lines[:5] + lines[6:])
+    code, report = images_output(vocabulary_file, middle, images)
+    assert code == 2 and report[0].startswith(f"{middle}:6: missing line: no run line for image")
+    longer = write_lines(tmp_path / "longer.res", lines + [lines[0]])
+    code, report = images_output(vocabulary_file, longer, images)
+    assert code == 2 and report[0].startswith(f"{longer}:{len(lines) + 1}: line too many: the test-image list")
+
+
+def test_2012_parquet_run_is_checked_against_the_test_images_too(tmp_path, vocabulary_file):
+    run, images, lines = real_2012_run(tmp_path)
+    parquet = tmp_path / "short.parquet"
+    shortened = read_run(write_lines(tmp_path / "short.res", lines[:-1]), VOCABULARY)
+    write_run(shortened, parquet, "parquet")
+    assert images_output(vocabulary_file, parquet, None)[0] == 0
+    code, report = images_output(vocabulary_file, parquet, images)
+    assert code == 2 and report[0].startswith(f"{parquet}:{len(lines)}: missing line(s)")
+
+
+def test_test_images_from_a_ground_truth_csv_and_their_faults(tmp_path, vocabulary_file):
+    run, _, lines = real_2012_run(tmp_path)
+    ids = [line.split(b" ")[0].decode() for line in lines]
+    truth = tmp_path / "truth.csv"
+    truth.write_text("image_id,concept\n" + "".join(f"{i},concept000\n{i},concept001\n" for i in ids))
+    assert images_output(vocabulary_file, run, truth)[0] == 0
+    bad = tmp_path / "bad.txt"
+    bad.write_text(f"{ids[0]}\n\n{ids[1]}\n{ids[0]}\n")
+    code, report = images_output(vocabulary_file, run, bad)
+    assert code == 2 and report == [f"{bad}:2: unusable image id '': empty or with whitespace",
+                                    f"{bad}:4: image '{ids[0]}' repeats line 1"]
+    out = io.StringIO()
+    assert check_run_main(vocabulary_file, run, truth, out=out, images_path=truth) == 2
+    assert "not both" in out.getvalue()

@@ -16,7 +16,9 @@ from annobench.benchmark.runs.concepts import (
     CompactLists,
     ConceptLists,
     as_lists,
+    image_order_lists,
     load_lists,
+    read_image_list,
     read_concepts,
     vocabulary_index,
 )
@@ -54,12 +56,23 @@ def check_run(
 
 
 def check_run_main(concepts_path: PathArg, run_path: PathArg, lists_path: PathArg | None = None,
-                   out: TextIO | None = None) -> int:
-    """Body of `annobench check-run`: one line per problem and 2, or a one-line summary and 0."""
+                   out: TextIO | None = None, images_path: PathArg | None = None) -> int:
+    """Body of `annobench check-run`: one line per problem and 2, or a one-line summary and 0.
+
+    images_path: the test images in run order, for a run of the 2012 form: its lines are then checked
+    against them one for one, as the official checker did (without it, a run with two lines swapped or
+    its last line missing has nothing to be checked against).
+    """
     out = out or sys.stdout  # looked up at call time, so a redirected stdout is used
+    if lists_path is not None and images_path is not None:
+        print("annobench: give concept lists or test images, not both: concept lists name the images already",
+              file=out)
+        return 2
     try:
         concepts = read_concepts(concepts_path)
         lists = load_lists(lists_path, concepts) if lists_path is not None else None
+        if images_path is not None:
+            lists = image_order_lists(read_image_list(images_path), len(concepts))
         problems, n_lines, n_pairs = scan_run(run_path, concepts, lists, MAX_PROBLEMS)
     except RunFormatError as error:
         for line in error.report_lines():

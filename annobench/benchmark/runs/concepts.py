@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import csv
 from os import PathLike
 from typing import Iterator, Sequence
 
@@ -47,13 +48,20 @@ def read_concepts(path: PathArg) -> list[str]:
 
 
 class CompactLists:
-    """Concept lists held compactly: line i lists vocabulary columns flat[starts[i]:starts[i + 1]]."""
+    """Concept lists held compactly: line i lists vocabulary columns flat[starts[i]:starts[i + 1]].
 
-    def __init__(self, ids: list[str], starts: np.ndarray, flat: np.ndarray):
+    `name` and `line_name` say what the lines come from in the checker's messages: a
+    concept-list file, or a test-image list (image_order_lists).
+    """
+
+    def __init__(self, ids: list[str], starts: np.ndarray, flat: np.ndarray, name: str = "concept lists",
+                 line_name: str = "concept-list line"):
         self.ids = ids
         self.starts = starts
         self.flat = flat
         self.counts = np.diff(starts)
+        self.name = name
+        self.line_name = line_name
         self._id_set: set[str] | None = None
 
     def __len__(self) -> int:
@@ -134,6 +142,50 @@ def load_lists(path: PathArg, concepts: Sequence[str]) -> CompactLists:
     lists = _parse_lists(_list_file_entries(path, problems), concepts, problems)
     problems.raise_if_any(path)
     return lists
+
+
+def read_image_list(path: PathArg) -> list[str]:
+    """The test images in run order: one id a line, or a CSV whose header has an `image_id` column (a
+    ground-truth file: each id at its first row). Blank lines, spaces in ids and repeated ids are refused."""
+    problems = Problems(MAX_PROBLEMS)
+    ids: list[str] = []
+    first_line: dict[str, int] = {}
+    column = None
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            text = _decode(raw, number, problems).rstrip("\r\n")
+            text = text.lstrip("\ufeff") if number == 1 else text
+            if number == 1 and "image_id" in next(csv.reader([text])):
+                column = next(csv.reader([text])).index("image_id")
+                continue
+            if column is not None:
+                fields = next(csv.reader([text]), [])
+                if len(fields) <= column:
+                    problems.add(number, f"no image_id field (column {column + 1}) on this line")
+                    continue
+                image_id = fields[column].strip()
+            else:
+                image_id = text.strip()
+            if not image_id or any(char.isspace() for char in image_id):
+                problems.add(number, f"unusable image id {quote(image_id)}: empty or with whitespace")
+            elif image_id in first_line:
+                if column is None:
+                    problems.add(number, f"image '{image_id}' repeats line {first_line[image_id]}")
+            else:
+                first_line[image_id] = number
+                ids.append(image_id)
+    if not ids and not problems.total:
+        problems.add(0, "no image ids: the file has no lines")
+    problems.raise_if_any(path)
+    return ids
+
+
+def image_order_lists(image_ids: list[str], n_concepts: int) -> CompactLists:
+    """Every test image, in run order, listing the whole vocabulary: what a run of the 2012 form must
+    hold, line for line ("each image in the test collection is to be represented by a single line")."""
+    flat = np.tile(np.arange(n_concepts, dtype=np.int32), len(image_ids))
+    starts = np.arange(len(image_ids) + 1, dtype=np.int64) * n_concepts
+    return CompactLists(list(image_ids), starts, flat, name="test-image list", line_name="test-image line")
 
 
 def read_concept_lists(path: PathArg, concepts: Sequence[str]) -> list[tuple[str, list[str]]]:

@@ -222,11 +222,11 @@ class _ParquetScan:
             number, expected = int(numbers[s]), lists.ids[numbers[s] - 1]
             if ids[s] != expected:
                 fine[s] = False
-                known = "out of order" if lists.contains(ids[s]) else "unknown (on no line of the concept lists)"
-                found.append((number, f"image id '{ids[s]}' {known}: concept-list line {number} is '{expected}'"))
+                known = "out of order" if lists.contains(ids[s]) else f"unknown (on no line of the {lists.name})"
+                found.append((number, f"image id '{ids[s]}' {known}: {lists.line_name} {number} is '{expected}'"))
             elif counts[s] != lists.count(number - 1):
                 fine[s] = False
-                found.append((number, f"{counts[s]} concepts where concept-list line {number} lists "
+                found.append((number, f"{counts[s]} concepts where {lists.line_name} {number} lists "
                                       f"{lists.count(number - 1)}"))
         # Each row names its concept, so a line must hold its list's concepts in any order.
         chosen = np.flatnonzero(fine & listed)
@@ -237,7 +237,7 @@ class _ParquetScan:
         for s in np.unique(have_keys[have_keys != wanted_keys] // len(self.concepts)):
             number = int(numbers[s])
             names = " ".join(self.concepts[c] for c in lists.columns(number - 1))
-            found.append((number, f"the line's concepts differ from concept-list line {number} (which lists: {names})"))
+            found.append((number, f"the line's concepts differ from {lists.line_name} {number} (which lists: {names})"))
 
     def _check_whole_vocabulary(self, block, starts, segment, numbers, ids, counts, fine, found) -> None:
         n_concepts = len(self.concepts)
@@ -258,10 +258,10 @@ class _ParquetScan:
         if n_lines == 0:
             self.problems.add(0, "empty run: no rows")
         elif self.lists is not None and n_lines < len(self.lists):
-            self.problems.add(n_lines + 1, f"missing line(s): the run ends after {n_lines} lines but the concept "
-                                           f"lists have {len(self.lists)}")
+            self.problems.add(n_lines + 1, f"missing line(s): the run ends after {n_lines} lines but the "
+                                           f"{self.lists.name} have {len(self.lists)}")
         elif self.extra_lines:
-            self.problems.add(len(self.lists) + 1, f"line too many: the concept lists have {len(self.lists)} lines "
+            self.problems.add(len(self.lists) + 1, f"line too many: the {self.lists.name} have {len(self.lists)} lines "
                                                    f"and the run {n_lines}")
         return n_lines
 

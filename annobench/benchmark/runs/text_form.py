@@ -193,13 +193,13 @@ class _TextScan:
         fits_next_slot = j + 1 < len(lists) and image_id == lists.ids[j + 1]
         if fits_next_slot and next_id != lists.ids[j]:
             self.problems.add(record.number, f"missing line: no run line for image '{lists.ids[j]}' "
-                                             f"(concept-list line {j + 1}) before this one")
+                                             f"({lists.line_name} {j + 1}) before this one")
             self.slot += 2
             return j + 1
         if next_id == lists.ids[j] and not fits_next_slot:
-            unknown = "" if lists.contains(image_id) else " (an id on no line of the concept lists)"
+            unknown = "" if lists.contains(image_id) else f" (an id on no line of the {lists.name})"
             self.problems.add(record.number, f"unexpected line for image '{image_id}'{unknown}: the next line has "
-                                             f"image '{lists.ids[j]}' of concept-list line {j + 1}, so this line "
+                                             f"image '{lists.ids[j]}' of {lists.line_name} {j + 1}, so this line "
                                              "is one too many")
             return None
         self.slot += 1
@@ -208,13 +208,13 @@ class _TextScan:
 
     def _misplaced_message(self, record: _Record, j: int, swapped: bool) -> str:
         lists, image_id = self.lists, record.image_id
-        due = f"line {record.number} should be image '{lists.ids[j]}' (concept-list line {j + 1})"
+        due = f"line {record.number} should be image '{lists.ids[j]}' ({lists.line_name} {j + 1})"
         if not lists.contains(image_id):
-            return f"unknown image id '{image_id}': it is on no line of the concept lists ({due})"
+            return f"unknown image id '{image_id}': it is on no line of the {lists.name} ({due})"
         if not self.problems.has_room():
             return "image id out of order"  # not listed: spare the search below
         hint = f" (the next line has '{lists.ids[j]}': two lines swapped?)" if swapped else ""
-        return (f"image id '{image_id}' out of order: {due}; '{image_id}' is first on concept-list line "
+        return (f"image id '{image_id}' out of order: {due}; '{image_id}' is first on {lists.line_name} "
                 f"{lists.first_line_of(image_id)}{hint}")
 
     def _line_too_many(self, record: _Record) -> None:
@@ -224,14 +224,14 @@ class _TextScan:
 
     def _too_many_message(self) -> str:
         more = f" ({self.extra_lines} lines too many from here)" if self.extra_lines > 1 else ""
-        return (f"line too many: the concept lists have {len(self.lists)} lines; "
+        return (f"line too many: the {self.lists.name} have {len(self.lists)} lines; "
                 f"the run should end before this line{more}")
 
     def _count_is_right(self, record: _Record, slot: int) -> bool:
         if slot == _VOCABULARY:
             expected, whose = len(self.concepts), "one per vocabulary concept"
         else:
-            expected, whose = self.lists.count(slot), f"one per concept of concept-list line {slot + 1}"
+            expected, whose = self.lists.count(slot), f"one per concept of {self.lists.line_name} {slot + 1}"
         if record.n_fields == 1 + 2 * expected:
             return True
         self.problems.add(record.number, f"wrong number of fields: {record.n_fields} (image id + "
@@ -251,8 +251,8 @@ class _TextScan:
         lists = self.lists
         if lists is not None and self.slot < len(lists):
             self.problems.add(self.last_number + 1, f"missing line(s): the run ends after {self.n_lines} lines but the "
-                                                    f"concept lists have {len(lists)} (first without a run line: image "
-                                                    f"'{lists.ids[self.slot]}', concept-list line {self.slot + 1})")
+                                                    f"{lists.name} have {len(lists)} (first without a run line: image "
+                                                    f"'{lists.ids[self.slot]}', {lists.line_name} {self.slot + 1})")
         if self.extra_problem is not None and self.extra_lines > 1:
             line = self.problems.found[self.extra_problem].line
             self.problems.found[self.extra_problem] = RunProblem(line, self._too_many_message())
