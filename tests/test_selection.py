@@ -3,11 +3,14 @@ human upper bound and the command, on hand-made truth and on the shared Flickr30
 
 from __future__ import annotations
 
+import csv
 import json
+import subprocess
+import sys
 from fractions import Fraction
 
 import pytest
-from conftest import REAL, require_shared
+from conftest import REAL, REPO, require_shared
 
 from annobench.benchmark.selection import (
     Box, ImageScores, ImageTruth, SelectionError, SelectionTruth, human_scores, image_scores, largest_selection,
@@ -291,3 +294,99 @@ def test_flickr30k_entities_half_reads_as_its_records_say():
         x, y, w, h = record["box"]
         assert truth.images[image_id].boxes[record["entity"]] == Box(x, y, x + w - 1, y + h - 1)
         assert record["entity"] in truth.images[image_id].descriptions[caption]
+
+
+# --- the command --------------------------------------------------------------
+
+def evaluate_selection(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "annobench.cli", "evaluate-selection", *map(str, args)],
+                          capture_output=True, text=True, cwd=REPO)
+
+
+def test_command_on_csv_files_gives_the_hand_computed_figures(tmp_path):
+    instances, descriptions = hand_files(tmp_path)
+    run = write(tmp_path / "run.csv", "image_id,instance\nA,b\nA,c\nA,e\n")
+    done = evaluate_selection("--truth", descriptions, "--instances", instances, "--run", run,
+                              "--json", tmp_path / "out.json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "out.json").read_text())
+    # A: P 1/2, R 7/12, F 7/13 (test_one_image_by_hand); B is not in the run: 0, 0, 0.
+    assert result["images"] == 2 and result["images_not_in_run"] == 1
+    assert result["P"]["mean"] == pytest.approx(1 / 4) and result["R"]["mean"] == pytest.approx(7 / 24)
+    assert result["F"] == {"mean": pytest.approx(7 / 26), "std": pytest.approx(7 / 26)}
+    assert result["run"] == str(run) and result["truth"]["format"] == "csv"
+    assert result["truth"]["images_without_descriptions"] == 1
+
+
+def test_command_baselines_record_their_settings(tmp_path):
+    instances, descriptions = hand_files(tmp_path)
+    out = tmp_path / "out.json"
+    done = evaluate_selection("--truth", descriptions, "--instances", instances, "--baseline", "largest",
+                              "--k", 2, "--json", out)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["run"] == "largest" and result["settings"] == {"k": 2, "std": "population"}
+    # A: the two largest are a (100) and e (64): |G_1 ∩ S| = 1, |G_2 ∩ S| = 0,
+    # P = (1/2)(1/2 + 0/2) = 1/4, R = (1/2)(1/2 + 0/3) = 1/4, F = 1/4.
+    # B: x (4) and y (36): S = {x, y}, G = {x}: P = 1/2, R = 1, F = 2/3.
+    assert result["P"]["mean"] == pytest.approx((1 / 4 + 1 / 2) / 2)
+    assert result["F"]["mean"] == pytest.approx((1 / 4 + 2 / 3) / 2)
+    done = evaluate_selection("--truth", descriptions, "--instances", instances, "--baseline", "random",
+                              "--seed", 5, "--json", out)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["settings"] == {"k": 3, "seed": 5, "std": "population"}
+
+
+def test_command_human_bound_on_flickr30k_entities(tmp_path):
+    path = require_shared(FLICKR)
+    out = tmp_path / "human.json"
+    done = evaluate_selection("--truth", path, "--human", "--json", out)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["P"] == result["R"]
+    assert all(0 <= result[key][part] <= 1 for key in "PRF" for part in ("mean", "std"))
+    assert result["images"] + result["images_left_out"] == result["truth"]["images"]
+    assert result["run"] == "human" and result["truth"]["format"] == "flickr30k_entities"
+
+
+def test_command_reads_the_same_truth_as_csv_and_as_json(tmp_path):
+    """The Flickr30k Entities half written as the two CSVs scores the same as read from its JSON."""
+    truth = read_flickr30k_entities(require_shared(FLICKR))
+    with open(tmp_path / "instances.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["image_id", "instance", "xmin", "ymin", "xmax", "ymax"])
+        for image_id, image in truth.images.items():
+            for instance, box in image.boxes.items():
+                writer.writerow([image_id, instance, box.xmin, box.ymin, box.xmax, box.ymax])
+    with open(tmp_path / "descriptions.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["image_id", "description", "instance"])
+        for image_id, image in truth.images.items():
+            for key, instances in image.descriptions.items():
+                writer.writerows([image_id, key, instance] for instance in sorted(instances))
+    for mode in (["--human"], ["--baseline", "largest"], ["--baseline", "random", "--seed", "3"]):
+        results = []
+        for source in (["--truth", FLICKR], ["--truth", tmp_path / "descriptions.csv",
+                                             "--instances", tmp_path / "instances.csv"]):
+            out = tmp_path / "out.json"
+            done = evaluate_selection(*source, *mode, "--json", out)
+            assert done.returncode == 0, done.stderr
+            results.append({key: value for key, value in json.loads(out.read_text()).items() if key != "truth"})
+        assert results[0] == results[1], mode
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--human", "--k", "2"], "--k and --seed are settings of --baseline"),
+    (["--run", "{tmp}/missing.csv"], "missing.csv: no such file"),
+    (["--run", "{tmp}/bad_run.csv"], "bad_run.csv:2: instance 'z' is not among image 'A'"),
+    (["--baseline", "random", "--k", "0"], "k must be a positive integer"),
+    (["--baseline", "largest", "--seed", "1"], "--seed is a setting of --baseline random"),
+])
+def test_command_bad_input_exits_2_with_one_line(tmp_path, args, message):
+    instances, descriptions = hand_files(tmp_path)
+    write(tmp_path / "bad_run.csv", "image_id,instance\nA,z\n")
+    done = evaluate_selection("--truth", descriptions, "--instances", instances,
+                              *(a.format(tmp=tmp_path) for a in args), "--json", tmp_path / "out.json")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out.json").exists()
