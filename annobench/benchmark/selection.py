@@ -148,9 +148,13 @@ def human_scores(truth: SelectionTruth) -> dict[str, ImageScores]:
             continue
         held_out = [image_scores(descriptions[:j] + descriptions[j + 1:], run)
                     for j, run in enumerate(descriptions)]
-        scores[image_id] = ImageScores(*(sum(values, Fraction(0)) / len(held_out) for values in
-                                         zip(*((s.precision, s.recall, s.f) for s in held_out))))
+        scores[image_id] = ImageScores(_mean([s.precision for s in held_out]), _mean([s.recall for s in held_out]),
+                                       _mean([s.f for s in held_out]))
     return scores
+
+
+def _mean(values: list[Fraction]) -> Fraction:
+    return sum(values, Fraction(0)) / len(values)
 
 
 def summarise(scores: Mapping[str, ImageScores]) -> dict:
@@ -166,8 +170,8 @@ def summarise(scores: Mapping[str, ImageScores]) -> dict:
 def _mean_and_std(values: list[Fraction]) -> dict:
     if not values:
         return {"mean": math.nan, "std": math.nan}
-    mean = sum(values, Fraction(0)) / len(values)
-    variance = sum(((v - mean) ** 2 for v in values), Fraction(0)) / len(values)
+    mean = _mean(values)
+    variance = _mean([(v - mean) ** 2 for v in values])
     return {"mean": float(mean), "std": math.sqrt(variance)}
 
 

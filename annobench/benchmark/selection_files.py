@@ -63,41 +63,45 @@ def read_selection_truth(path: Path | str, instances: Path | str | None = None) 
 
 # --- CSV files ------------------------------------------------------------------
 
-def _csv_rows(path: Path, required: tuple[str, ...], optional: tuple[str, ...] = ()):
-    """(line, {column: stripped value}) for each data row, after checking the header; an
-    empty required value is an error naming its line."""
+def _csv_table(path: Path, required: tuple[str, ...], optional: tuple[str, ...] = ()):
+    """(the optional columns the header has, an iterator of (line, {column: stripped value})
+    over the data rows). A missing required column, a row of the wrong length or an empty
+    required value is an error naming its line."""
     reader = csv.reader(io.StringIO(_read_text(path)))
     header = [name.strip() for name in next(reader, [])]
     missing = [name for name in required if name not in header]
     if missing:
         raise SelectionError(f"{path}:1: missing column(s) {', '.join(missing)} "
                              f"(the header must name {','.join(required)})")
-    wanted = [name for name in required + optional if name in header]
-    position = {name: header.index(name) for name in wanted}
-    for fields in reader:
-        if not any(value.strip() for value in fields):
-            continue  # a blank line
-        if len(fields) != len(header):
-            raise SelectionError(f"{path}:{reader.line_num}: {len(fields)} fields, the header has {len(header)}")
-        row = {name: fields[position[name]].strip() for name in wanted}
-        empty = [name for name in required if not row[name]]
-        if empty:
-            raise SelectionError(f"{path}:{reader.line_num}: empty {', '.join(empty)}")
-        yield reader.line_num, row
+    present = tuple(name for name in optional if name in header)
+    position = {name: header.index(name) for name in required + present}
+
+    def rows():
+        for fields in reader:
+            if not any(value.strip() for value in fields):
+                continue  # a blank line
+            if len(fields) != len(header):
+                raise SelectionError(f"{path}:{reader.line_num}: {len(fields)} fields, the header has {len(header)}")
+            row = {name: fields[column].strip() for name, column in position.items()}
+            empty = [name for name in required if not row[name]]
+            if empty:
+                raise SelectionError(f"{path}:{reader.line_num}: empty {', '.join(empty)}")
+            yield reader.line_num, row
+
+    return present, rows()
 
 
 def read_instances_csv(path: Path | str) -> dict[str, dict[str, Box | None]]:
     """image_id -> instance -> its box (None without coordinate columns)."""
     path = Path(path)
-    header = next(csv.reader(io.StringIO(_read_text(path))), [])
-    given = [name for name in COORDINATE_COLUMNS if name in (h.strip() for h in header)]
+    given, rows = _csv_table(path, INSTANCE_COLUMNS, COORDINATE_COLUMNS)
     if given and len(given) != len(COORDINATE_COLUMNS):
         absent = [name for name in COORDINATE_COLUMNS if name not in given]
         raise SelectionError(f"{path}:1: box coordinates need all of {','.join(COORDINATE_COLUMNS)}; "
                              f"missing {', '.join(absent)}")
     boxes: dict[str, dict[str, Box | None]] = defaultdict(dict)
     first_line: dict[tuple[str, str], int] = {}
-    for line, row in _csv_rows(path, INSTANCE_COLUMNS + tuple(given)):
+    for line, row in rows:
         key = (row["image_id"], row["instance"])
         if key in first_line:
             raise SelectionError(f"{path}:{line}: instance {key[1]!r} of image {key[0]!r} repeats line "
@@ -125,7 +129,7 @@ def read_description_csv(path: Path | str, boxes: dict[str, dict[str, Box | None
     but no description are left out (counted in notes["images_without_descriptions"])."""
     path = Path(path)
     mentioned: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
-    for line, row in _csv_rows(path, DESCRIPTION_COLUMNS):
+    for line, row in _csv_table(path, DESCRIPTION_COLUMNS)[1]:
         image_id, instance = row["image_id"], row["instance"]
         if image_id not in boxes:
             raise SelectionError(f"{path}:{line}: image {image_id!r} has no box instances in the instances file")
@@ -150,7 +154,7 @@ def read_selection_run(path: Path | str, truth: SelectionTruth) -> dict[str, fro
     instance that is not one of the image's boxes, is an error naming the line."""
     path = Path(path)
     selected: dict[str, set] = defaultdict(set)
-    for line, row in _csv_rows(path, RUN_COLUMNS):
+    for line, row in _csv_table(path, RUN_COLUMNS)[1]:
         image_id, instance = row["image_id"], row["instance"]
         if image_id not in truth.images:
             raise SelectionError(f"{path}:{line}: image {image_id!r} is not an image of the ground truth")
