@@ -260,6 +260,54 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_selection(args: argparse.Namespace) -> int:
+    """Content selection (SPEC 9, subtask 3): a run, the human upper bound or a baseline, as JSON."""
+    from annobench.benchmark.stage import json_bytes
+    from annobench.core.fsutil import write_bytes_atomic
+    from annobench.benchmark.selection import SelectionError, summarise
+    from annobench.benchmark.selection_files import read_selection_truth
+
+    if args.baseline is None and (args.k is not None or args.seed is not None):
+        return _fail("--k and --seed are settings of --baseline")
+    if args.baseline == "largest" and args.seed is not None:
+        return _fail("--seed is a setting of --baseline random; largest-first has no randomness")
+    try:
+        truth = read_selection_truth(args.truth, args.instances)
+        scores, described = _selection_scores(args, truth)
+    except (SelectionError, OSError) as error:
+        return _fail(error)
+    summary = {**summarise(scores), **described,
+               "truth": {"path": str(args.truth), "instances_file": args.instances, **truth.summary()}}
+    write_bytes_atomic(args.json, json_bytes(summary))
+    print(f"{summary['run']}: {summary['images']} images, P {summary['P']['mean']:.4f}, "
+          f"R {summary['R']['mean']:.4f}, F {summary['F']['mean']:.4f} -> {args.json}")
+    return 0
+
+
+def _selection_scores(args: argparse.Namespace, truth) -> tuple[dict, dict]:
+    """Per-image scores of what --run, --human or --baseline asks for, and the JSON keys saying what it was."""
+    from annobench.benchmark.selection import (
+        DEFAULT_K, human_scores, largest_selection, random_selection, run_scores,
+    )
+    from annobench.benchmark.selection_files import read_selection_run
+
+    settings = {"std": "population"}
+    if args.human:
+        scores = human_scores(truth)
+        return scores, {"run": "human", "settings": settings, "images_left_out": len(truth.images) - len(scores)}
+    if args.run:
+        selection = read_selection_run(args.run, truth)
+        return run_scores(truth, selection), {"run": str(args.run), "settings": settings,
+                                              "images_not_in_run": len(set(truth.images) - set(selection))}
+    settings["k"] = DEFAULT_K if args.k is None else args.k
+    if args.baseline == "random":
+        settings["seed"] = 0 if args.seed is None else args.seed
+        selection = random_selection(truth, settings["seed"], settings["k"])
+    else:
+        selection = largest_selection(truth, settings["k"])
+    return run_scores(truth, selection), {"run": args.baseline, "settings": settings}
+
+
 def _check_run(args: argparse.Namespace) -> int:
     from annobench.benchmark.runs.checker import check_run_main
 
@@ -422,6 +470,27 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--per-concept", default=None, metavar="CSV",
                           help="also write per-concept counts, P, R, F and AP")
     evaluate.set_defaults(handler=_evaluate)
+
+    selection = commands.add_parser(
+        "evaluate-selection", help="score content selection (which box instances descriptions mention): a run, "
+                                   "the human upper bound or a baseline")
+    selection.add_argument("--truth", required=True,
+                           help="CSV image_id,description,instance (with --instances), or Flickr30k Entities "
+                                "phrase records (JSON)")
+    selection.add_argument("--instances", default=None,
+                           help="CSV image_id,instance[,xmin,ymin,xmax,ymax]: each image's box instances "
+                                "(with a description CSV)")
+    scored = selection.add_mutually_exclusive_group(required=True)
+    scored.add_argument("--run", default=None, help="CSV image_id,instance: the instances selected per image")
+    scored.add_argument("--human", action="store_true",
+                        help="the human upper bound: each description against the image's others")
+    scored.add_argument("--baseline", choices=["random", "largest"], default=None,
+                        help="random: up to K instances at random per image; largest: the K largest boxes")
+    selection.add_argument("--k", type=int, default=None, metavar="K",
+                           help="instances a baseline selects per image (default 3)")
+    selection.add_argument("--seed", type=int, default=None, help="seed of the random baseline (default 0)")
+    selection.add_argument("--json", required=True, help="where to write P, R and F")
+    selection.set_defaults(handler=_evaluate_selection)
 
     check_run = commands.add_parser(
         "check-run", help="validate a run file like the official ImageCLEF checker (exit 2 and one line per problem)")
