@@ -110,20 +110,48 @@ def evaluate_boxes(truth: pd.DataFrame, run: pd.DataFrame, thresholds=DEFAULT_TH
         raise BoxMeasureError("give at least one threshold, each once")
     if interpolation not in INTERPOLATIONS:
         raise BoxMeasureError(f"interpolation must be one of {', '.join(INTERPOLATIONS)}, not {interpolation!r}")
+    prepared = _prepare(truth, run, image_ids, min_boxes)
+    hits = np.stack([_true_positives(prepared.ranked, float(Decimal(key))) for key in keys])
+    ap = _average_precisions(hits, prepared.ranked.concept, prepared.positives, interpolation)
+    concepts = prepared.concepts
+    return {
+        "MAP": {key: float(ap[k].mean()) if len(concepts) else float("nan") for k, key in enumerate(keys)},
+        "AP": {key: dict(zip(concepts.tolist(), ap[k].tolist())) for k, key in enumerate(keys)},
+        "settings": {"thresholds": list(keys), "interpolation": interpolation, "min_boxes": int(min_boxes)},
+        "counts": prepared.counts,
+    }
+
+
+def precision_recall(truth: pd.DataFrame, run: pd.DataFrame, threshold="0.5", min_boxes: int = 0,
+                     image_ids=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per concept with ground truth, precision and recall after each of its ranked run boxes."""
+    prepared = _prepare(truth, run, image_ids, min_boxes)
+    hits = _true_positives(prepared.ranked, float(Decimal(threshold_key(threshold))))
+    bounds = np.searchsorted(prepared.ranked.concept, np.arange(len(prepared.concepts) + 1))
+    curves = {}
+    for c, concept in enumerate(prepared.concepts.tolist()):
+        found = np.cumsum(hits[bounds[c]:bounds[c + 1]])
+        curves[concept] = (found / np.arange(1, len(found) + 1), found / prepared.positives[c])
+    return curves
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    ranked: _Ranked
+    concepts: np.ndarray  # the evaluated concepts (with a ground-truth box), sorted
+    positives: np.ndarray  # ground-truth boxes per evaluated concept
+    counts: dict
+
+
+def _prepare(truth: pd.DataFrame, run: pd.DataFrame, image_ids, min_boxes: int) -> _Prepared:
     if isinstance(min_boxes, bool) or not isinstance(min_boxes, (int, np.integer)) or min_boxes < 0:
         raise BoxMeasureError(f"min_boxes must be an integer >= 0, got {min_boxes!r}")
     truth, run, images = _restrict(_frame(truth, "truth", False), _frame(run, "run", True), image_ids, min_boxes)
     concepts = np.array(sorted(set(truth["concept"])), dtype=object)
     ranked, counts = _rank(truth, run, concepts, images)
-    positives = np.bincount(pd.Categorical(truth["concept"], categories=concepts).codes, minlength=len(concepts))
-    hits = np.stack([_true_positives(ranked, float(Decimal(key))) for key in keys])
-    ap = _average_precisions(hits, ranked.concept, positives, interpolation)
-    return {
-        "MAP": {key: float(ap[k].mean()) if len(concepts) else float("nan") for k, key in enumerate(keys)},
-        "AP": {key: dict(zip(concepts.tolist(), ap[k].tolist())) for k, key in enumerate(keys)},
-        "settings": {"thresholds": list(keys), "interpolation": interpolation, "min_boxes": int(min_boxes)},
-        "counts": {"images": len(images), "truth_boxes": len(truth), "concepts": len(concepts), **counts},
-    }
+    positives = np.bincount(_codes(truth["concept"], concepts), minlength=len(concepts))
+    counts = {"images": len(images), "truth_boxes": len(truth), "concepts": len(concepts), **counts}
+    return _Prepared(ranked, concepts, positives, counts)
 
 
 def _frame(boxes: pd.DataFrame, name: str, scored: bool) -> pd.DataFrame:
@@ -160,7 +188,7 @@ def _restrict(truth: pd.DataFrame, run: pd.DataFrame, image_ids, min_boxes: int)
 def _rank(truth: pd.DataFrame, run: pd.DataFrame, concepts: np.ndarray, images: pd.Index):
     """Rank the run's boxes per concept and find each one's best truth box."""
     outside = int((~run["image_id"].isin(images)).sum())
-    concept = pd.Categorical(run["concept"], categories=concepts).codes.astype(np.int64)
+    concept = _codes(run["concept"], concepts)
     evaluated = concept >= 0
     counts = {"run_boxes": len(run), "run_boxes_on_other_images": outside,
               "run_boxes_of_concepts_without_truth": int((~evaluated).sum())}
@@ -168,7 +196,7 @@ def _rank(truth: pd.DataFrame, run: pd.DataFrame, concepts: np.ndarray, images: 
     concept = concept[evaluated]
     image_codes, _ = pd.factorize(pd.concat([truth["image_id"], run["image_id"]], ignore_index=True))
     n_images = int(image_codes.max()) + 1 if len(image_codes) else 1
-    truth_key = pd.Categorical(truth["concept"], categories=concepts).codes * n_images + image_codes[:len(truth)]
+    truth_key = _codes(truth["concept"], concepts) * n_images + image_codes[:len(truth)]
     run_key = concept * n_images + image_codes[len(truth):]
 
     by_key = np.argsort(truth_key, kind="stable")  # a group's boxes stay in source order
@@ -185,6 +213,11 @@ def _rank(truth: pd.DataFrame, run: pd.DataFrame, concepts: np.ndarray, images: 
     order = np.lexsort((np.arange(len(run)), -score, concept))  # last key first: concept, score, run order
     return _Ranked(concept[order], best_iou[order], best_truth[order], _rank_in_group(run_key[order]),
                    in_image[order]), counts
+
+
+def _codes(names: pd.Series, concepts: np.ndarray) -> np.ndarray:
+    """Each name's position in the sorted concepts, -1 for a name not among them."""
+    return pd.Index(concepts).get_indexer(names).astype(np.int64)
 
 
 def _best_matches(boxes: np.ndarray, truth_boxes: np.ndarray, first: np.ndarray, count: np.ndarray):

@@ -150,7 +150,8 @@ class ImageList:
 
 
 def read_image_list(path: Path | str) -> ImageList:
-    """One image id a line, or a CSV with header `image_id[,width,height]` (sizes in pixels)."""
+    """One image id a line, or a CSV with header `image_id[,width,height]` (sizes in pixels; a row
+    whose width and height are both empty has no known size)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -174,10 +175,11 @@ def _image_csv(path: Path, text: str, header: list[str]) -> ImageList:
         if not image_id:
             raise BoxInputError(f"{path}:{line}: empty image_id")
         ids.append(image_id)
-        if with_sizes:
+        given = [(row.get(name) or "").strip() for name in ("width", "height")] if with_sizes else ["", ""]
+        if any(given):  # both empty: the size is unknown
             try:
-                size = (int(row["width"]), int(row["height"]))
-            except (TypeError, ValueError):
+                size = (int(given[0]), int(given[1]))
+            except ValueError:
                 raise BoxInputError(f"{path}:{line}: width and height must be whole numbers") from None
             if min(size) < 1:
                 raise BoxInputError(f"{path}:{line}: width and height must be at least 1")
