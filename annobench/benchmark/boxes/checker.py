@@ -45,7 +45,8 @@ _FILE_SHIFT = 32  # a detections folder's problems sort by (file, line): key = f
 
 
 def run_form(path: PathArg) -> str:
-    """The form of a box run: a folder of detections, Parquet by its magic bytes, CSV by its header."""
+    """The form of a box run: a folder of detections, Parquet by its magic bytes, CSV by its header
+    (or a first line with commas and no space, so that a wrong header is reported as one)."""
     path = Path(path)
     if path.is_dir():
         return "detections"
@@ -54,7 +55,8 @@ def run_form(path: PathArg) -> str:
     if head.startswith(b"PAR1"):
         return "parquet"
     text = head.decode("utf-8", "replace").lstrip("\ufeff")
-    if text.startswith("image_id,"):
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if first.startswith("image_id,") or ("," in first and " " not in first):  # a text line has spaces
         return "csv"
     if text.lstrip()[:1] == "[":
         return "coco_results"
