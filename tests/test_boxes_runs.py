@@ -270,9 +270,10 @@ def test_every_form_round_trips_byte_identically(tmp_path, scored):
 
 def test_the_text_form_puts_an_image_and_concept_on_one_line(tmp_path):
     run = pd.DataFrame({"image_id": ["a", "b", "a"], "concept": ["cat", "cat", "cat"], "score": [0.9, 0.8, 0.7],
-                        "xmin": [0, 1, 2], "ymin": [0, 0, 0], "xmax": [3, 4, 5], "ymax": [3, 3, 3]})
+                        "xmin": [0, -3, 2], "ymin": [0, 0, -1], "xmax": [3, 4, 5], "ymax": [3, 3, 3]})
     write_box_run(run, tmp_path / "r.txt", "text")
-    assert (tmp_path / "r.txt").read_text() == "a cat 0.9:4x4+0+0 0.7:4x4+2+0\nb cat 0.8:4x4+1+0\n"
+    # A box may start left of or above its image: the offset carries its sign, as in X11 geometry.
+    assert (tmp_path / "r.txt").read_text() == "a cat 0.9:4x4+0+0 0.7:4x5+2-1\nb cat 0.8:8x4-3+0\n"
     pd.testing.assert_frame_equal(read_box_run(tmp_path / "r.txt"), run.iloc[[0, 2, 1]].reset_index(drop=True))
 
 

@@ -123,8 +123,9 @@ def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def geometry_text(xmin: int, ymin: int, xmax: int, ymax: int) -> str:
-    """The box as `WxH+X+Y` (SPEC 9's text form): W = xmax - xmin + 1, X = xmin."""
-    return f"{xmax - xmin + 1}x{ymax - ymin + 1}+{xmin}+{ymin}"
+    """The box as `WxH+X+Y` (SPEC 9's text form): W = xmax - xmin + 1, X = xmin; a negative
+    offset is written with its sign instead of the +, as X11 geometry does (`WxH-3+0`)."""
+    return f"{xmax - xmin + 1}x{ymax - ymin + 1}{xmin:+d}{ymin:+d}"
 
 
 def score_text(score: float) -> str:
