@@ -227,3 +227,75 @@ def test_evaluate_boxes_refuses_bad_input_with_status_2(tmp_path, capsys, change
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and words in said[0], said
     assert not (tmp_path / "x.json").exists()
+
+
+# ---------------------------------------------------------------- against a plain reading of SPEC 9
+
+
+def reference_aps(truth_rows, run_rows, threshold: Fraction, interpolation: str) -> dict[str, float]:
+    """SPEC 9 read literally, one box at a time, in exact arithmetic."""
+    def pixels(box):
+        return (box[2] - box[0] + 1) * (box[3] - box[1] + 1)
+
+    def overlap(a, b):
+        across = min(a[2], b[2]) - max(a[0], b[0]) + 1
+        down = min(a[3], b[3]) - max(a[1], b[1]) + 1
+        inter = max(0, across) * max(0, down)
+        return Fraction(inter, pixels(a) + pixels(b) - inter)
+
+    aps = {}
+    for concept in sorted({row[1] for row in truth_rows}):
+        truth = [(k, row) for k, row in enumerate(truth_rows) if row[1] == concept]
+        ranked = sorted((row for row in run_rows if row[1] == concept), key=lambda row: -row[2])  # stable
+        matched, used, hits = set(), {}, []
+        for image_id, _, _, *box in ranked:
+            mine = [(k, row[2:]) for k, row in truth if row[0] == image_id]
+            if threshold == 0:
+                hit = used.get(image_id, 0) < len(mine)
+                used[image_id] = used.get(image_id, 0) + hit
+            else:
+                best, which = Fraction(-1), None
+                for k, other in mine:
+                    if overlap(box, other) > best:
+                        best, which = overlap(box, other), k
+                hit = which is not None and best >= threshold and which not in matched
+                if hit:
+                    matched.add(which)
+            hits.append(hit)
+        found = list(np.cumsum(hits)) if hits else []
+        precision = [Fraction(int(f), r) for r, f in enumerate(found, 1)]
+        recall = [Fraction(int(f), len(truth)) for f in found]
+        if interpolation == "11":
+            levels = [max([p for p, r in zip(precision, recall) if r >= Fraction(l, 10)], default=0)
+                      for l in range(11)]
+            aps[concept] = float(sum(levels) / 11)
+            continue
+        ap, previous = Fraction(0), Fraction(0)
+        for r in range(len(recall)):
+            if recall[r] > previous:
+                ap += (recall[r] - previous) * max(precision[r:])
+                previous = recall[r]
+        aps[concept] = float(ap)
+    return aps
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_vectorised_measure_agrees_with_a_literal_reading(seed):
+    """Small boxes on a small canvas and one-decimal scores: IoU ties, score ties and duplicates abound."""
+    rng = np.random.default_rng(seed)
+
+    def boxes(n):
+        corner = rng.integers(0, 12, size=(n, 2))
+        return np.hstack([corner, corner + rng.integers(0, 8, size=(n, 2))]).tolist()
+
+    images, concepts = [f"i{k}" for k in range(15)], ["cat", "dog", "sky"]
+    truth_rows = [(rng.choice(images), rng.choice(concepts), *box) for box in boxes(40)]
+    run_rows = [(rng.choice(images), rng.choice(concepts + ["bird"]), float(rng.integers(0, 11)) / 10, *box)
+                for box in boxes(120)]
+    run_rows += [run_rows[k] for k in rng.integers(0, len(run_rows), 10)]  # repeated detections
+    thresholds = ["0", "0.1", "0.3", "0.5", "0.7", "1"]
+    for interpolation in ("all", "11"):
+        result = measure(truth_rows, run_rows, thresholds, interpolation=interpolation)
+        for key in thresholds:
+            expected = reference_aps(truth_rows, run_rows, Fraction(key), interpolation)
+            assert result["AP"][key] == pytest.approx(expected, abs=1e-12), (key, interpolation)
