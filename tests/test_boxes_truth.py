@@ -229,3 +229,20 @@ def test_boxes_command_derives_boxes_from_segmentations(tmp_path):
     assert main(["boxes", "--truth", str(MSRC), "--segmentations", "msrc_v2", "--out", str(out)]) == 0
     boxes = pd.read_parquet(out / "tables" / "boxes" / "all.parquet")
     assert boxes.image_id.nunique() == 296 and set(boxes.concept) <= set(MSRC_V2_CLASSES)
+
+
+def test_segmentations_of_other_sizes_or_images_are_rejected_whole(tmp_path):
+    root = require_shared(MSRC)
+    maps = {item.image_id: item.label_map.shape for item in import_segmentations(
+        "msrc_v2", root, wanted=lambda i: i in ("10_10_s", "10_12_s")) if isinstance(item, Segmentation)}
+    (height, width), (other_height, other_width) = maps["10_10_s"], maps["10_12_s"]
+    (tmp_path / "images.csv").write_text(f"image_id,width,height\n10_10_s,{width},{height}\n"
+                                         f"10_12_s,{other_width + 1},{other_height}\n")
+    truth = boxes_from_segmentations("msrc_v2", root, images=read_image_list(tmp_path / "images.csv"))
+    assert set(truth.boxes.image_id) == {"10_10_s"}
+    found = dict(((image_id, reason) for image_id, _, reason in reasons(truth)))
+    assert found["10_12_s"] == (f"segmentation rejected: label map {other_width}x{other_height} differs from its image "
+                              f"{other_width + 1}x{other_height}")
+    others = {image_id for image_id in found if image_id not in ("10_10_s", "10_12_s")}
+    assert len(others) == 294 and {found[i] for i in others} == {
+        "segmentation rejected: no image with this id in the dataset"}
