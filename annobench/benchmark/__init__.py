@@ -3,5 +3,7 @@ feature tables and a vocabulary with its ground truth; gives the `concepts`,
 `ground_truth` and `splits` tables, the nearest neighbours of each test
 image, baseline runs in the ImageCLEF forms (runs), their evaluation by
 the ImageCLEF and Dutta measures (measures), the `concept_results` and
-`leaderboard` tables and the diagnostics beside them.
+`leaderboard` tables and the diagnostics beside them; and, from box ground
+truth, the `boxes` and `box_rejects` tables, box runs and the localisation
+measure of SPEC 9 (boxes).
 """
