@@ -7,7 +7,8 @@ convention). Callers import each name from the module that defines it (this
 package re-exports nothing): ``model`` (schemas, box arithmetic, the image
 list), ``truth`` (ground truth from VOC XML, COCO JSON, a CSV/Parquet table,
 box text folders or labelled segmentations, with rejects), ``lines`` (one line
-of a text or CSV run taken apart), ``checker`` (check_box_run and the
-check-box-run command), ``forms`` (box runs read and written in every form)
-and ``measure`` (IoU, AP, MAP at overlap thresholds).
+of a text or CSV run taken apart), ``coco_results`` (a COCO results list as a
+run), ``checker`` (check_box_run and the check-box-run command), ``forms``
+(box runs read and written in every form), ``measure`` (IoU, AP, MAP at
+overlap thresholds) and ``commands`` (the boxes and evaluate-boxes commands).
 """
