@@ -314,6 +314,24 @@ def _check_run(args: argparse.Namespace) -> int:
     return check_run_main(args.concepts, args.run, args.concept_lists, images_path=args.images)
 
 
+def _boxes(args: argparse.Namespace) -> int:
+    from annobench.benchmark.boxes.commands import boxes_main
+
+    return boxes_main(args.truth, args.out, args.segmentations, args.concepts, args.images, args.image_id_from)
+
+
+def _evaluate_boxes(args: argparse.Namespace) -> int:
+    from annobench.benchmark.boxes.commands import evaluate_boxes_main
+
+    return evaluate_boxes_main(args.truth, args.run, args.json, args.thresholds, args.interpolation, args.min_boxes)
+
+
+def _check_box_run(args: argparse.Namespace) -> int:
+    from annobench.benchmark.boxes.checker import check_box_run_main
+
+    return check_box_run_main(args.run, args.concepts, args.images)
+
+
 def _label_stats(args: argparse.Namespace) -> int:
     from annobench.benchmark.stage import json_bytes
     from annobench.benchmark.diagnostics import label_set_stats
@@ -501,6 +519,52 @@ def build_parser() -> argparse.ArgumentParser:
                                 "as the ground truth): a 2012-form run must have exactly one line for each, in order")
     check_run.add_argument("run", help="the run file (ImageCLEF 2012 or 2013-2016 form, or .parquet)")
     check_run.set_defaults(handler=_check_run)
+
+    boxes = commands.add_parser(
+        "boxes", help="read box ground truth (VOC XML, COCO JSON, a table, box text files or segmentations) into "
+                      "the boxes table, bad boxes into box rejects")
+    boxes.add_argument("--truth", required=True,
+                       help="a VOC XML folder, a COCO JSON file, a CSV or Parquet table "
+                            "image_id,concept,xmin,ymin,xmax,ymax, a folder of 'class left top width height' files, "
+                            "or (with --segmentations) the segmentations")
+    boxes.add_argument("--segmentations", default=None, metavar="KIND",
+                       choices=["canonical", "saiapr", "msrc_v2", "bsds500", "coco_panoptic", "labelme"],
+                       help="derive the boxes from labelled segmentations of this kind (each region's bounding box)")
+    boxes.add_argument("--concepts", default=None,
+                       help="the vocabulary (one concept a line, or the concepts CSV): other concepts are rejected")
+    boxes.add_argument("--images", default=None,
+                       help="the images: one id a line, or CSV image_id[,width,height]; other images are rejected, "
+                            "boxes leaving their image too")
+    boxes.add_argument("--image-id-from", default="file", choices=["file", "filename"],
+                       help="VOC XML: the image id is the file's stem or the stem of its <filename>")
+    boxes.add_argument("--out", required=True,
+                       help="folder to write tables/boxes/all.parquet and tables/box_rejects/all.parquet in")
+    boxes.set_defaults(handler=_boxes)
+
+    evaluate_boxes = commands.add_parser(
+        "evaluate-boxes", help="score a box run against box ground truth: AP and MAP at IoU thresholds (SPEC 9)")
+    evaluate_boxes.add_argument("--truth", required=True,
+                                help="VOC XML folder, COCO JSON, CSV or Parquet table, or folder of "
+                                     "'class left top width height' files")
+    evaluate_boxes.add_argument("--run", required=True,
+                                help="the box run: text, CSV or Parquet form, a folder of "
+                                     "'class confidence left top width height' files, or COCO results (COCO truth)")
+    evaluate_boxes.add_argument("--thresholds", default="0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9",
+                                help="IoU thresholds, comma-separated, each in [0, 1]; 0 ignores the box")
+    evaluate_boxes.add_argument("--interpolation", default="all", choices=["all", "11"],
+                                help="AP over all recall points (VOC 2010+) or at 11 recall levels (VOC 2007)")
+    evaluate_boxes.add_argument("--min-boxes", type=int, default=0, metavar="N",
+                                help="evaluate only images with at least N ground-truth boxes (0: every image)")
+    evaluate_boxes.add_argument("--json", required=True, help="where to write MAP and AP per threshold")
+    evaluate_boxes.set_defaults(handler=_evaluate_boxes)
+
+    check_box_run = commands.add_parser(
+        "check-box-run", help="validate a box run (exit 2 and one line per problem, naming line and field)")
+    check_box_run.add_argument("--concepts", default=None, help="the vocabulary, one concept a line")
+    check_box_run.add_argument("--images", default=None,
+                               help="the test images: one id a line, or CSV image_id[,width,height]")
+    check_box_run.add_argument("run", help="the box run: text, CSV or Parquet form, or a folder of detections files")
+    check_box_run.set_defaults(handler=_check_box_run)
 
     label_stats = commands.add_parser(
         "label-stats", help="unique and novel label-set shares of a test set (Dutta et al., section 4)")

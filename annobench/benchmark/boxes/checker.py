@@ -1,0 +1,353 @@
+"""The box run checker: scan_box_run (what every reader of a box run goes through),
+check_box_run, and check_box_run_main behind `annobench check-box-run`.
+
+Forms (run_form tells them apart): the text form, one line per image and
+concept, `image_id concept [score:]WxH+X+Y ...` (single spaces); the CSV form,
+header `image_id,concept,score,xmin,ymin,xmax,ymax` then one box a line;
+Parquet (BOX_RUN_SCHEMA), one box a row; a folder of detections files, one
+per image (image id = file stem), lines `class confidence left top width
+height` read as model.corners_from_xywh says; and, for evaluate-boxes only,
+a COCO results list read against its COCO ground truth (coco_results).
+
+Rules: a score, when given, is a number in [0, 1], as in the annotation runs
+(SPEC 8) and the 2015/2016 box runs; either every box has a score or none
+(then the run's order ranks them). A box covers at least one pixel. Ids and
+concepts are non-empty and hold no whitespace or comma. Each (image,
+concept) has one line in the text form, and no box is given twice with the
+same score. With a vocabulary, every concept is in it; with an image list,
+every image is in it, and inside its size when the list gives sizes.
+Negative offsets are allowed (a box may start left of or above the image).
+A line with a problem gives no boxes to the checks of the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence, TextIO
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from annobench.benchmark.boxes.lines import (
+    CSV_HEADER, ParsedLine, decode_line, name_problem, parse_csv_line, parse_detection_line, parse_row,
+    parse_text_line,
+)
+from annobench.benchmark.boxes.model import COORDINATES, BoxInputError, ImageList, outside_image, read_image_list
+from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunFormatError, RunProblem
+
+RUN_FORMS = ("text", "csv", "parquet", "detections", "coco_results")
+_FILE_SHIFT = 32  # a detections folder's problems sort by (file, line): key = file index << 32 | line
+
+
+def run_form(path: PathArg) -> str:
+    """The form of a box run: a folder of detections, Parquet by its magic bytes, CSV by its header
+    (or a first line with commas and no space, so that a wrong header is reported as one)."""
+    path = Path(path)
+    if path.is_dir():
+        return "detections"
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    text = head.decode("utf-8", "replace").lstrip("\ufeff")
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if first.startswith("image_id,") or ("," in first and " " not in first):  # a text line has spaces
+        return "csv"
+    if text.lstrip()[:1] == "[":
+        return "coco_results"
+    return "text"
+
+
+class _Found:
+    """Problems as (sort key, line shown, message). A scan adds in line order and keeps its first
+    `limit`; each whole-run check keeps its own first `limit`; the merge keeps the first `limit`."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.items: list[tuple[int, int, str]] = []
+        self.total = 0
+        self.scanned = 0
+
+    def add(self, key: int, line: int, message: str) -> None:
+        self.total += 1
+        if self.scanned < self.limit:
+            self.items.append((key, line, message))
+            self.scanned += 1
+
+    def add_rows(self, rows: np.ndarray, describe: Callable[[int], tuple[int, int, str]]) -> None:
+        """One whole-run check's findings, rows ascending; describe(row) -> (key, line, message)."""
+        self.total += len(rows)
+        self.items += [describe(int(row)) for row in rows[: self.limit]]
+
+    def problems(self) -> list[RunProblem]:
+        collected = Problems(self.limit)
+        for _, line, message in sorted(self.items, key=lambda item: item[0]):
+            collected.add(line, message)
+        collected.total = self.total  # the findings past each check's limit count too
+        return collected.result()
+
+
+class _Records:
+    """The boxes of the lines without problems, in run order, with where each was."""
+
+    def __init__(self):
+        self.key: list[int] = []
+        self.field: list[int] = []  # the box's field in a text line; 0 when the line is the box
+        self.image_id: list[str] = []
+        self.concept: list[str] = []
+        self.score: list[float] = []
+        self.corners: list[tuple[int, int, int, int]] = []
+
+    def add(self, key: int, field: int, image_id: str, concept: str, score: float | None, corners) -> None:
+        self.key.append(key)
+        self.field.append(field)
+        self.image_id.append(image_id)
+        self.concept.append(concept)
+        self.score.append(np.nan if score is None else score)
+        self.corners.append(corners)
+
+    def frame(self) -> pd.DataFrame:
+        corners = np.array(self.corners, dtype=np.int64).reshape(-1, 4)
+        return pd.DataFrame({"image_id": pd.array(self.image_id, dtype=object),
+                             "concept": pd.array(self.concept, dtype=object),
+                             "score": np.array(self.score, dtype=np.float64),
+                             **{name: corners[:, k] for k, name in enumerate(COORDINATES)}})
+
+
+@dataclass
+class _Names:
+    """What names and boxes must match: the vocabulary and the image list, when given."""
+
+    concepts: frozenset[str] | None
+    images: ImageList | None
+
+    def problems(self, image_id: str | None, concept: str | None) -> list[str]:
+        found = [p for what, value in (("image id", image_id), ("concept", concept)) if value is not None
+                 for p in [name_problem(what, value)] if p]
+        if found:
+            return found
+        if self.concepts is not None and concept is not None and concept not in self.concepts:
+            found.append(f"unknown concept '{concept}' (not in the vocabulary)")
+        if self.images is not None and image_id is not None and image_id not in self.images:
+            found.append(f"unknown image '{image_id}' (not in the image list)")
+        return found
+
+    def outside(self, image_id: str, corners) -> str | None:
+        size = (self.images.sizes or {}).get(image_id) if self.images is not None else None
+        if size is not None and outside_image(*corners, size):
+            return f"the box leaves its image ({size[0]}x{size[1]})"
+        return None
+
+
+def _field(position: int) -> str:
+    return f"field {position}: " if position else ""
+
+
+# ---------------------------------------------------------------- scanning each form
+
+
+def _take_line(number: int, key: int, parsed: ParsedLine, found: _Found, records: _Records, names: _Names,
+               prefix: str = "") -> None:
+    """Report every problem of a parsed line; keep its boxes when it has none."""
+    problems = parsed.problems + (names.problems(parsed.image_id, parsed.concept) if parsed.readable else [])
+    problems += [f"{_field(position)}{outside}" for position, _, corners in parsed.boxes
+                 for outside in [names.outside(parsed.image_id, corners)] if outside]
+    for message in problems:
+        found.add(key, number, prefix + message)
+    if not problems:
+        for position, score, corners in parsed.boxes:
+            records.add(key, position, parsed.image_id, parsed.concept, score, corners)
+
+
+def _scan_lines(path: Path, form: str, found: _Found, records: _Records, names: _Names) -> int:
+    """A text or CSV run, line by line; returns its number of lines."""
+    first_line: dict[tuple[str, str], int] = {}
+    number = 0
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if form == "csv" and number == 1:
+                _check_header(raw, found)
+                continue
+            parsed = (parse_csv_line if form == "csv" else parse_text_line)(raw, number)
+            if form == "text" and parsed.concept is not None and parsed.readable:
+                first = first_line.setdefault((parsed.image_id, parsed.concept), number)
+                if first != number:
+                    found.add(number, number, f"repeated line for image '{parsed.image_id}' and concept "
+                                              f"'{parsed.concept}' (first on line {first}): one line per image "
+                                              "and concept")
+                    continue
+            _take_line(number, number, parsed, found, records, names)
+    return number
+
+
+def _check_header(raw: bytes, found: _Found) -> None:
+    parsed = ParsedLine()
+    text = decode_line(raw, 1, parsed)
+    for message in parsed.problems:
+        found.add(1, 1, message)
+    if text != CSV_HEADER and parsed.readable:
+        found.add(1, 1, f"the header must be {CSV_HEADER}")
+
+
+def _scan_detections(folder: Path, files: list[Path], found: _Found, records: _Records, names: _Names) -> int:
+    if not files:
+        found.add(0, 0, "no .txt detections files in the folder")
+    lines = 0
+    for index, path in enumerate(files):
+        prefix, base = f"{path.name}: ", index << _FILE_SHIFT
+        unknown = names.problems(path.stem, None)
+        for message in unknown:
+            found.add(base, 0, prefix + message)
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                lines += 1
+                parsed = parse_detection_line(raw, number)
+                parsed.image_id = path.stem
+                if not unknown and (parsed.concept is not None or parsed.problems):
+                    _take_line(number, base | number, parsed, found, records, names, prefix)
+    return lines
+
+
+def _scan_parquet(path: Path, found: _Found, records: _Records, names: _Names) -> int:
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as error:
+        found.add(0, 0, f"not a readable Parquet file: {error}")
+        return 0
+    layout = _parquet_layout_problem(table.schema)
+    if layout:
+        found.add(0, 0, layout)
+        return 0
+    columns = [table.column(name).to_pylist() for name in ("image_id", "concept", "score", *COORDINATES)]
+    for row, (image_id, concept, score, *corners) in enumerate(zip(*columns), 1):
+        _take_line(row, row, parse_row(image_id, concept, score, tuple(corners)), found, records, names)
+    return table.num_rows
+
+
+def _parquet_layout_problem(schema: pa.Schema) -> str | None:
+    kinds = {"image_id": pa.types.is_string, "concept": pa.types.is_string, "score": pa.types.is_floating,
+             **dict.fromkeys(COORDINATES, lambda t: pa.types.is_integer(t) or pa.types.is_floating(t))}
+    for name, is_right in kinds.items():
+        if name not in schema.names:
+            return f"no column '{name}' (a Parquet box run has columns {CSV_HEADER.replace(',', ', ')})"
+        if not is_right(schema.field(name).type):
+            return f"column '{name}' has type {schema.field(name).type}"
+    return None
+
+
+def _scan_coco_results(path: Path, found: _Found, records: _Records, names: _Names, coco_truth: PathArg) -> int:
+    from annobench.benchmark.boxes.coco_results import read_coco_results
+
+    entries = read_coco_results(path, coco_truth)
+    for number, parsed in entries:
+        _take_line(number, number, parsed, found, records, names)
+    return len(entries)
+
+
+# ---------------------------------------------------------------- whole-run checks
+
+
+class _Where:
+    """How a box of the records is named in a message: its line (and field, in a text line)."""
+
+    def __init__(self, records: _Records, files: list[str]):
+        self.keys = np.asarray(records.key, dtype=np.int64)
+        self.fields = np.asarray(records.field, dtype=np.int64)
+        self.files = files
+
+    def line(self, row: int) -> int:
+        return int(self.keys[row]) & ((1 << _FILE_SHIFT) - 1) if self.files else int(self.keys[row])
+
+    def prefix(self, row: int) -> str:
+        return f"{self.files[int(self.keys[row]) >> _FILE_SHIFT]}: " if self.files else ""
+
+    def text(self, row: int) -> str:
+        place = f"{self.prefix(row)[:-2]} line" if self.files else "line"
+        field = f" field {self.fields[row]}" if self.fields[row] else ""
+        return f"{place} {self.line(row)}{field}"
+
+    def problem(self, row: int, message: str) -> tuple[int, int, str]:
+        return int(self.keys[row]), self.line(row), f"{self.prefix(row)}{_field(int(self.fields[row]))}{message}"
+
+
+def _whole_run_checks(frame: pd.DataFrame, where: _Where, found: _Found) -> None:
+    repeated = np.flatnonzero(frame.duplicated(keep="first").to_numpy())
+    if len(repeated):
+        group = frame.groupby(list(frame.columns), dropna=False, sort=False).ngroup().to_numpy()
+        first = pd.Series(np.arange(len(frame))).groupby(group).transform("min").to_numpy()
+        found.add_rows(repeated, lambda row: where.problem(
+            row, f"repeats the box and score of {where.text(int(first[row]))}"))
+    scored = ~np.isnan(frame["score"].to_numpy())
+    if scored.any() and not scored.all():
+        odd = np.flatnonzero(scored != scored[0])
+        odd = odd[np.r_[True, where.keys[odd][1:] != where.keys[odd][:-1]]]  # once per line
+        has, gives = ("no score", "gives scores") if scored[0] else ("a score", "gives none")
+        found.add_rows(odd, lambda row: where.problem(
+            row, f"a box with {has}, but {where.text(0)} {gives}: give every box a score or none"))
+
+
+def scan_box_run(path: PathArg, concepts: Sequence[str] | None = None, images: ImageList | None = None,
+                 max_problems: int = MAX_PROBLEMS, coco_truth: PathArg | None = None):
+    """(problems, boxes, lines) of a box run in any form: problems in line order (up to max_problems,
+    then one saying how many more); the boxes of the lines without problems, in run order (image_id,
+    concept, score NaN when absent, xmin, ymin, xmax, ymax); and the number of lines (rows) read."""
+    path = Path(path)
+    form = run_form(path)
+    names = _Names(frozenset(concepts) if concepts is not None else None, images)
+    found, records = _Found(max_problems), _Records()
+    files = sorted(path.glob("*.txt")) if form == "detections" else []
+    if form == "detections":
+        lines = _scan_detections(path, files, found, records, names)
+    elif form == "parquet":
+        lines = _scan_parquet(path, found, records, names)
+    elif form == "coco_results":
+        if coco_truth is None:
+            raise BoxInputError("a COCO results list names images and categories by number: it is read against "
+                                "its COCO ground truth (annobench evaluate-boxes)")
+        lines = _scan_coco_results(path, found, records, names, coco_truth)
+    else:
+        lines = _scan_lines(path, form, found, records, names)
+    frame = records.frame()
+    _whole_run_checks(frame, _Where(records, [p.name for p in files]), found)
+    if not len(frame) and not found.total:
+        found.add(0, 0, "empty run: no boxes")
+    return found.problems(), frame, lines
+
+
+def check_box_run(path: PathArg, concepts: Sequence[str] | None = None, images: ImageList | None = None,
+                  max_problems: int = MAX_PROBLEMS) -> list[RunProblem]:
+    """Every problem of a box run (up to max_problems, then one saying how many more), in line order."""
+    return scan_box_run(path, concepts, images, max_problems)[0]
+
+
+def check_box_run_main(run_path: PathArg, concepts_path: PathArg | None = None, images_path: PathArg | None = None,
+                       out: TextIO | None = None) -> int:
+    """Body of `annobench check-box-run`: one line per problem and 2, or a one-line summary and 0."""
+    from annobench.benchmark.runs.concepts import read_concepts
+
+    out = out or sys.stdout  # looked up at call time, so a redirected stdout is used
+    try:
+        concepts = read_concepts(concepts_path) if concepts_path is not None else None
+        images = read_image_list(images_path) if images_path is not None else None
+        problems, frame, lines = scan_box_run(run_path, concepts, images)
+    except RunFormatError as error:
+        for line in error.report_lines():
+            print(line, file=out)
+        return 2
+    except (BoxInputError, json.JSONDecodeError) as error:
+        print(f"{run_path}: {error}", file=out)
+        return 2
+    except OSError as error:
+        print(f"{error.filename or run_path}: cannot read: {error.strerror or error}", file=out)
+        return 2
+    for problem in problems:
+        print(f"{run_path}:{problem.line}: {problem.message}", file=out)
+    if problems:
+        return 2
+    print(f"{run_path}: valid, {lines} lines, {len(frame)} boxes", file=out)
+    return 0
