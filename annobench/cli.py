@@ -92,9 +92,9 @@ def _text(args: argparse.Namespace) -> int:
     """Text features of a folder of pages, outside Snakemake (one shard)."""
     from annobench.core.config import load_config
     from annobench.core.fingerprint import params_hash
-    from annobench.text.page_map import derive_mapping, write_mapping
     from annobench.sources.pages import PageLimits
     from annobench.text.features import TextParams
+    from annobench.text.page_map import derive_mapping, write_mapping
     from annobench.text.stage import extract_text, read_mapping, write_scofeat, write_text_tables
 
     config = load_config(args.configfile)
@@ -127,8 +127,14 @@ def _text(args: argparse.Namespace) -> int:
 def _index_archives(archives: list[str], config: dict, out: Path):
     """Index web archives into `out` (its warc tables and unresolved.csv): their pages and mapping CSV."""
     from annobench.core.fingerprint import params_hash
-    from annobench.sources.warc_index import IndexSettings, WarcPages, index_for, mapping_csv, write_unresolved, \
-        write_warc_tables
+    from annobench.sources.warc_index import (
+        IndexSettings,
+        WarcPages,
+        index_for,
+        mapping_csv,
+        write_unresolved,
+        write_warc_tables,
+    )
 
     config["input"]["warc"], config["output"] = archives, str(out)
     index = index_for(config, log=lambda line: print(line, file=sys.stderr))
@@ -162,13 +168,19 @@ def _pages_map(args: argparse.Namespace) -> int:
 def _regions(args: argparse.Namespace) -> int:
     """Segmentation import, region features and relations for a folder, outside Snakemake (one shard)."""
     from annobench.core.config import load_config
-    from annobench.images.decode import DecodeLimits, oriented_size
     from annobench.core.fingerprint import params_hash
-    from annobench.sources.inventory import InventoryError, walk_image_folder, check_unique_ids
+    from annobench.images.decode import DecodeLimits, oriented_size
     from annobench.regions.stage import (
-        REGION_TABLES, STATS_TABLES, RegionSettings, process_segmentations, read_ontology, region_statistics,
-        saiapr_exports, write_region_outputs,
+        REGION_TABLES,
+        STATS_TABLES,
+        RegionSettings,
+        process_segmentations,
+        read_ontology,
+        region_statistics,
+        saiapr_exports,
+        write_region_outputs,
     )
+    from annobench.sources.inventory import InventoryError, check_unique_ids, walk_image_folder
 
     config = load_config(args.configfile)
     try:
@@ -225,13 +237,13 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     """Every measure of SPEC 8 for one run against a ground truth, as JSON."""
-    from annobench.benchmark.stage import json_bytes
-    from annobench.core.fsutil import write_bytes_atomic
     from annobench.benchmark.ground_truth import GroundTruthError, read_truth_csv, truth_matrix
     from annobench.benchmark.measures import evaluate, per_concept_table
     from annobench.benchmark.runs.concepts import read_concepts
     from annobench.benchmark.runs.files import read_run
     from annobench.benchmark.runs.problems import RunFormatError
+    from annobench.benchmark.stage import json_bytes
+    from annobench.core.fsutil import write_bytes_atomic
 
     try:
         concepts = read_concepts(args.concepts)
@@ -262,10 +274,10 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _evaluate_selection(args: argparse.Namespace) -> int:
     """Content selection (SPEC 9, subtask 3): a run, the human upper bound or a baseline, as JSON."""
-    from annobench.benchmark.stage import json_bytes
-    from annobench.core.fsutil import write_bytes_atomic
     from annobench.benchmark.selection import SelectionError, summarise
     from annobench.benchmark.selection_files import read_selection_truth
+    from annobench.benchmark.stage import json_bytes
+    from annobench.core.fsutil import write_bytes_atomic
 
     if args.baseline is None and (args.k is not None or args.seed is not None):
         return _fail("--k and --seed are settings of --baseline")
@@ -287,7 +299,11 @@ def _evaluate_selection(args: argparse.Namespace) -> int:
 def _selection_scores(args: argparse.Namespace, truth) -> tuple[dict, dict]:
     """Per-image scores of what --run, --human or --baseline asks for, and the JSON keys saying what it was."""
     from annobench.benchmark.selection import (
-        DEFAULT_K, human_scores, largest_selection, random_selection, run_scores,
+        DEFAULT_K,
+        human_scores,
+        largest_selection,
+        random_selection,
+        run_scores,
     )
     from annobench.benchmark.selection_files import read_selection_run
 
@@ -333,10 +349,10 @@ def _check_box_run(args: argparse.Namespace) -> int:
 
 
 def _label_stats(args: argparse.Namespace) -> int:
-    from annobench.benchmark.stage import json_bytes
     from annobench.benchmark.diagnostics import label_set_stats
-    from annobench.core.fsutil import write_bytes_atomic
     from annobench.benchmark.ground_truth import GroundTruthError, read_truth_csv
+    from annobench.benchmark.stage import json_bytes
+    from annobench.core.fsutil import write_bytes_atomic
 
     try:
         train, test = read_truth_csv(args.train).label_sets(), read_truth_csv(args.test).label_sets()

@@ -32,14 +32,19 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from common import SHARED, peak_rss_mb  # noqa: E402
 
 from annobench.benchmark.baselines import (  # noqa: E402
-    cooccurrence_matrix, cooccurrence_scores, keyword_columns, text_terms_matrix,
+    cooccurrence_matrix,
+    cooccurrence_scores,
+    keyword_columns,
+    text_terms_matrix,
 )
 from annobench.benchmark.neighbours import (  # noqa: E402
-    DEFAULT_MARGIN, EXACT_CHUNK_VALUES, nearest_neighbours,
+    DEFAULT_MARGIN,
+    EXACT_CHUNK_VALUES,
+    nearest_neighbours,
 )
+from common import SHARED, peak_rss_mb  # noqa: E402
 
 REAL = SHARED / "data" / "real"
 SCENE = REAL / "multilabel" / "scene"

@@ -102,9 +102,9 @@ def sample_child(out: str, kind: str) -> None:
     """Fresh process: the sampling stage of every shard, as the bow_sample jobs do."""
     import pyarrow.parquet as pq
 
+    from annobench.core.config import load_config
     from annobench.visual.bow import sampling_plan
     from annobench.visual.bow_stage import sample_shard
-    from annobench.core.config import load_config
 
     out_dir = Path(out)
     config = load_config()

@@ -56,8 +56,8 @@ def write_sample(path: Path, n_rows: int) -> None:
     import numpy as np
 
     from annobench.images.decode import DecodeLimits, decode_image
-    from annobench.visual.dsift import DsiftParams, describe
     from annobench.images.resize import resize_area
+    from annobench.visual.dsift import DsiftParams, describe
 
     real = SHARED / "data" / "real"
     if not real.is_dir():

@@ -58,8 +58,8 @@ def child(feature: str, workdir: str) -> None:
     import pyarrow.parquet as pq
 
     from annobench.core.config import load_config
-    from annobench.visual.stage import make_extractor
     from annobench.images.resize import read_stored
+    from annobench.visual.stage import make_extractor
 
     cv2.setNumThreads(1)
     out = Path(workdir, "out")

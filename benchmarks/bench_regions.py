@@ -37,9 +37,9 @@ def child(source: str) -> None:
     one photo (and its Lab image) in memory at a time."""
     from annobench.images.decode import DecodeLimits, decode_image
     from annobench.regions.features import region_features, rgb_to_lab
-    from annobench.regions.segmentation import Segmentation
     from annobench.regions.importers import import_segmentations
     from annobench.regions.relations import spatial_relations
+    from annobench.regions.segmentation import Segmentation
 
     limits = DecodeLimits(max_pixels=10**8, min_width=1, min_height=1)
     files = {p.stem: p for p in PHOTOS[source].iterdir() if p.suffix.lower() in (".png", ".bmp", ".jpg")}

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import time
 
-from common import SHARED, peak_rss_mb
-
-from annobench.text.page_map import derive_mapping
 from annobench.sources.pages import PageLimits, PageRejected, read_page
 from annobench.text.features import TextParams
+from annobench.text.page_map import derive_mapping
 from annobench.text.stage import MappingRow, extract_text
+from common import SHARED, peak_rss_mb
 
 PAGES = SHARED / "data" / "real" / "pages"
 

@@ -38,12 +38,12 @@ sys.path.insert(0, str(REPO / "tests"))  # the crawl helper the WARC tests use
 
 from warc_crawl import crawl, html_pages, wget_path  # noqa: E402
 
-from annobench.text.page_map import derive_mapping  # noqa: E402
 from annobench.sources.pages import PageLimits, read_page  # noqa: E402
-from annobench.text.features import TextParams  # noqa: E402
-from annobench.text.stage import MappingRow, extract_text  # noqa: E402
 from annobench.sources.warc import read_record_payload  # noqa: E402
 from annobench.sources.warc_index import IndexSettings, WarcPages, build_index  # noqa: E402
+from annobench.text.features import TextParams  # noqa: E402
+from annobench.text.page_map import derive_mapping  # noqa: E402
+from annobench.text.stage import MappingRow, extract_text  # noqa: E402
 
 PAGES = SHARED / "data" / "real" / "pages"
 COLLECTIONS = ["dataset_popular", "kiwix_wikipedia"]

@@ -72,9 +72,9 @@ def file_digests(build: Path, paths: list[str]) -> list[str]:
 
 
 def word_agreement(a: Path, b: Path, images: list[str]) -> None:
+    from annobench.images.resize import read_stored
     from annobench.visual.bow_stage import WordAssigner
     from annobench.visual.dsift import DsiftParams, describe
-    from annobench.images.resize import read_stored
 
     for codebook_a in sorted((a / "artefacts").glob("codebook_*.parquet")):
         codebook_b = b / "artefacts" / codebook_a.name

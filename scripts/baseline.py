@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.core.jobs import run_snakemake_job  # noqa: E402
 from annobench.benchmark.stage import baselines_job  # noqa: E402
+from annobench.core.jobs import run_snakemake_job  # noqa: E402
 
 run_snakemake_job(snakemake, baselines_job)

@@ -18,15 +18,21 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import scipy.sparse as sp
-from conftest import REAL, SCENE_FEATURES, read_scene, require_shared
 from sklearn.metrics import average_precision_score, precision_score, recall_score
 
 from annobench.benchmark.baselines import (
-    BaselineError, cooccurrence_matrix, cooccurrence_scores, keyword_columns, knn_label_transfer,
-    random_scores, text_terms_matrix, trivial_run,
+    BaselineError,
+    cooccurrence_matrix,
+    cooccurrence_scores,
+    keyword_columns,
+    knn_label_transfer,
+    random_scores,
+    text_terms_matrix,
+    trivial_run,
 )
 from annobench.benchmark.neighbours import NeighbourError, nearest_in_tables, nearest_neighbours, vector_blocks
 from annobench.core.tables import vector_column, write_table
+from conftest import REAL, SCENE_FEATURES, read_scene, require_shared
 
 ARTICLES = REAL / "pages" / "kiwix_wikipedia" / "A"
 

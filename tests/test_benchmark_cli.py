@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, f1_score, precision_score, recall_score
 
-from annobench.cli import main
 from annobench.benchmark.runs.files import write_run
 from annobench.benchmark.runs.model import Run
+from annobench.cli import main
 from conftest import REAL, read_scene, require_shared
 
 RUNS = REAL / "runs" / "imageclef2014_devel"

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.images.resize import resize_area
 from annobench.visual import bow
 from annobench.visual.dsift import DsiftParams, describe
-from annobench.images.resize import resize_area
-from annobench.images.decode import DecodeLimits, decode_image
 from conftest import bsds_photos
 
 
@@ -99,6 +99,7 @@ def _stored_shard(tmp_path, photos):
     """A shard as the ingest stage leaves it: resized JPEGs and an images table naming them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from annobench.images.resize import encode
 
     (tmp_path / "resized").mkdir()
@@ -114,8 +115,8 @@ def _stored_shard(tmp_path, photos):
 
 
 def test_shard_sample_streamed_to_disk_equals_the_rows_chosen_in_memory(tmp_path):
-    from annobench.visual.bow_stage import sample_shard
     from annobench.images.resize import read_stored
+    from annobench.visual.bow_stage import sample_shard
 
     table = _stored_shard(tmp_path, bsds_photos(3))
     outs = {kind: str(tmp_path / f"{kind}.npy") for kind in ("sift", "opponentsift")}

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow.parquet as pq
-
-from annobench.visual import bow
-from annobench.visual.bow_stage import WordAssigner, bow_table_params, encode_image, encode_shard, read_codebook, write_codebook
-from annobench.images.decode import DecodeLimits, decode_image
-from annobench.visual.dsift import KINDS, DsiftParams, describe
-from annobench.images.resize import read_stored, resize_area
-from conftest import bsds_photos
 from test_bow import _stored_shard
+
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.images.resize import read_stored, resize_area
+from annobench.visual import bow
+from annobench.visual.bow_stage import (
+    WordAssigner,
+    bow_table_params,
+    encode_image,
+    encode_shard,
+    read_codebook,
+    write_codebook,
+)
+from annobench.visual.dsift import KINDS, DsiftParams, describe
+from conftest import bsds_photos
 
 SETTINGS = {"kinds": list(KINDS), "dsift": {"step": 6, "bin_size": 4, "smoothing_sigma": 0.44, "clip": 0.2,
                                              "csift_epsilon": 1.0}, "pyramid": [1, 2], "words": 50}

@@ -8,13 +8,13 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REAL, require_shared
 
 from annobench.benchmark.boxes.forms import read_box_run
 from annobench.benchmark.boxes.measure import BoxMeasureError, evaluate_boxes, parse_thresholds, precision_recall
 from annobench.benchmark.boxes.model import iou
 from annobench.benchmark.boxes.truth import read_box_truth
 from annobench.cli import main
+from conftest import REAL, require_shared
 
 BOXES = REAL / "boxes"
 TOY = BOXES / "voc_toyexample"

@@ -11,15 +11,16 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL, require_shared
 
-from annobench.benchmark.boxes.model import BoxInputError, read_image_list
+from annobench.benchmark.boxes.model import BoxInputError
 from annobench.benchmark.boxes.truth import boxes_from_segmentations, read_box_truth, truth_form
+from annobench.benchmark.image_list import read_image_list
 from annobench.cli import main
 from annobench.core.tables import read_metadata
 from annobench.regions.importers import import_segmentations
 from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
 from annobench.regions.segmentation import Segmentation
+from conftest import REAL, require_shared
 
 TOY = REAL / "boxes" / "voc_toyexample"
 VOC = TOY / "gts_vocpascal_format"

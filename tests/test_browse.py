@@ -18,9 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
-
 from debian import debian_program
+from PIL import Image
 
 from annobench.release.browser.files import file_stem, image_page_path
 from annobench.release.browser.writer import browser_settings, build_browser

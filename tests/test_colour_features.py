@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from annobench.images.decode import DecodeLimits, decode_image
+from annobench.images.resize import resize_area
 from annobench.visual.colour import (
     GetlfParams,
     colorhist,
@@ -15,8 +17,6 @@ from annobench.visual.colour import (
     window_starts,
     write_projection,
 )
-from annobench.images.decode import DecodeLimits, decode_image
-from annobench.images.resize import resize_area
 from conftest import bsds_photos
 
 LIMITS = DecodeLimits(10**8, 32, 32)

@@ -11,8 +11,8 @@ import pytest
 
 from annobench.cli import main
 from annobench.images.decode import DecodeLimits, decode_image
-from annobench.visual.dsift import KINDS, DsiftParams, channels, describe, grid
 from annobench.images.resize import resize_area
+from annobench.visual.dsift import KINDS, DsiftParams, channels, describe, grid
 from conftest import bsds_photos
 
 LIMITS = DecodeLimits(10**8, 32, 32)

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from annobench.benchmark import ground_truth as gt
-from annobench.regions.segmentation import Segmentation
 from annobench.regions.importers import import_segmentations
+from annobench.regions.segmentation import Segmentation
 from conftest import REAL, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"

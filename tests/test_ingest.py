@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from annobench.core.config import load_config
-from annobench.images.ingest import ingest_shard
-from annobench.sources.listing import ImageSource
-from annobench.images.resize import read_stored
 from annobench.core.tables import IMAGES_SCHEMA, REJECTS_SCHEMA, read_metadata
+from annobench.images.ingest import ingest_shard
+from annobench.images.resize import read_stored
+from annobench.sources.listing import ImageSource
 
 
 @pytest.fixture(scope="module")

@@ -14,14 +14,18 @@ import math
 import numpy as np
 import pytest
 from sklearn.metrics import (
-    average_precision_score, f1_score, multilabel_confusion_matrix, precision_recall_curve, precision_score,
+    average_precision_score,
+    f1_score,
+    multilabel_confusion_matrix,
+    precision_recall_curve,
+    precision_score,
     recall_score,
 )
 
 from annobench.benchmark import measures as M
-from annobench.regions.segmentation import Segmentation
 from annobench.regions.importers import import_segmentations
 from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
+from annobench.regions.segmentation import Segmentation
 from conftest import REAL, read_scene, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"

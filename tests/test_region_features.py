@@ -6,14 +6,18 @@ import csv
 
 import numpy as np
 import pytest
-from conftest import REAL, SHARED, require_shared
 
 from annobench.images.decode import DecodeLimits, decode_image
 from annobench.regions.features import (
-    FEATURE_NAMES, REGION_FEATURES_SCHEMA, features_table, region_features, rgb_to_lab,
+    FEATURE_NAMES,
+    REGION_FEATURES_SCHEMA,
+    features_table,
+    region_features,
+    rgb_to_lab,
 )
 from annobench.regions.importers import import_segmentations, split_imported
 from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
+from conftest import REAL, SHARED, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 REFERENCE = SHARED / "reference" / "region_features" / "msrc_v2_carbonetto27.tsv"

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REAL, REAL_IMAGES, REPO, require_shared
 from PIL import Image
 
 from annobench.images.decode import DecodeLimits, decode_image
-from annobench.regions.matfile import write_mat
 from annobench.regions.features import region_features, rgb_to_lab
+from annobench.regions.importers import import_segmentations, split_imported
+from annobench.regions.matfile import write_mat
+from annobench.regions.relations import spatial_relations
 from annobench.regions.segmentation import (
     REGIONS_SCHEMA,
     SEGMENTATION_REJECTS_SCHEMA,
@@ -23,8 +24,7 @@ from annobench.regions.segmentation import (
     rejects_table,
     write_label_map,
 )
-from annobench.regions.importers import import_segmentations, split_imported
-from annobench.regions.relations import spatial_relations
+from conftest import REAL, REAL_IMAGES, REPO, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 BSDS = REAL / "segmentations" / "bsds500"

@@ -10,15 +10,27 @@ import sys
 from fractions import Fraction
 
 import pytest
-from conftest import REAL, REPO, require_shared
 
 from annobench.benchmark.selection import (
-    Box, ImageScores, ImageTruth, SelectionError, SelectionTruth, human_scores, image_scores, largest_selection,
-    random_selection, run_scores, summarise,
+    Box,
+    ImageScores,
+    ImageTruth,
+    SelectionError,
+    SelectionTruth,
+    human_scores,
+    image_scores,
+    largest_selection,
+    random_selection,
+    run_scores,
+    summarise,
 )
 from annobench.benchmark.selection_files import (
-    read_flickr30k_entities, read_selection_run, read_selection_truth, truth_format,
+    read_flickr30k_entities,
+    read_selection_run,
+    read_selection_truth,
+    truth_format,
 )
+from conftest import REAL, REPO, require_shared
 
 FLICKR = REAL / "content_selection" / "flickr30k_entities" / "annotation_test_half.json"
 

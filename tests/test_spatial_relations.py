@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import REAL, require_shared
 
 from annobench.regions.importers import import_segmentations, split_imported
 from annobench.regions.relations import (
@@ -18,6 +17,7 @@ from annobench.regions.relations import (
     spatial_relations,
     stacked_relations_table,
 )
+from conftest import REAL, require_shared
 
 
 def relation_of(relations, i: int, j: int) -> dict[str, str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from annobench.regions.segmentation import Segmentation
-from annobench.regions.importers import import_segmentations
 from annobench.benchmark.splits import SplitError, assign_splits, region_subsets, splits_from_lists, splits_table
+from annobench.regions.importers import import_segmentations
+from annobench.regions.segmentation import Segmentation
 from conftest import REAL, bsds_photos, require_shared
 
 FRACTIONS = {"train": 0.6, "dev": 0.1, "test": 0.3}

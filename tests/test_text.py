@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from annobench.cli import main
-from annobench.text.page_map import derive_mapping
 from annobench.sources.pages import PageLimits, PageRejected, read_page
 from annobench.text.features import TextParams, scofeat_line
+from annobench.text.page_map import derive_mapping
 from annobench.text.stage import MappingRow, extract_text
 from conftest import REAL, require_shared
 

@@ -14,15 +14,15 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import REAL, REPO, require_shared, run_snakemake
 from warc_crawl import crawl, html_pages, wget_path
 
 from annobench.core.config import load_config
 from annobench.images.ingest import ingest_shard
 from annobench.sources.listing import ImageSource
-from annobench.text.page_map import derive_mapping, write_mapping
 from annobench.sources.pages import PageLimits
 from annobench.sources.warc_index import IndexSettings, build_index
+from annobench.text.page_map import derive_mapping, write_mapping
+from conftest import REAL, REPO, require_shared, run_snakemake
 
 PAGES = REAL / "pages"
 COLLECTIONS = ["dataset_popular", "kiwix_wikipedia"]

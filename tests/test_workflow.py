@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import os
 import shutil
 import signal
@@ -20,10 +19,19 @@ import pytest
 import skimage.data
 import yaml
 
-from annobench.visual.dsift import KINDS
 from annobench.images.resize import read_stored
-
-from conftest import REAL, REPO, REAL_IMAGES, bsds_photos, demo_sections, require_shared, run_snakemake, tree_bytes, write_image_list
+from annobench.visual.dsift import KINDS
+from conftest import (
+    REAL,
+    REAL_IMAGES,
+    REPO,
+    bsds_photos,
+    demo_sections,
+    require_shared,
+    run_snakemake,
+    tree_bytes,
+    write_image_list,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,8 @@ is kept beside each clean row.
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 
 import numpy as np

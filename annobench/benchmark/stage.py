@@ -17,11 +17,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from annobench.benchmark import ground_truth as gt
+from annobench.benchmark.settings import BenchmarkSettings
+from annobench.benchmark.splits import assign_splits, region_subsets, splits_from_lists, splits_table
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file
-from annobench.benchmark.settings import BenchmarkSettings
-from annobench.benchmark.splits import assign_splits, region_subsets, splits_from_lists, splits_table
 from annobench.core.tables import field, write_table
 
 OVERLAP_SCHEMA = pa.schema(

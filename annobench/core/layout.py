@@ -7,7 +7,6 @@ or rebuilt elsewhere holds the same bytes.
 
 from __future__ import annotations
 
-
 SHARD_WIDTH = 5
 
 

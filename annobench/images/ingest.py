@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Callable
 
 from annobench.core import layout
-from annobench.images import resize
-from annobench.images.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.core.fsutil import atomic_path
-from annobench.sources.inventory import recorded_sources
-from annobench.sources.listing import ImageSource
 from annobench.core.jobs import Job
 from annobench.core.progress import Progress
 from annobench.core.tables import IMAGES_SCHEMA, REJECTS_SCHEMA, rows_to_table, write_table
+from annobench.images import resize
+from annobench.images.decode import DecodeLimits, ImageRejected, decode_image
+from annobench.sources.inventory import recorded_sources
+from annobench.sources.listing import ImageSource
 
 
 @dataclass

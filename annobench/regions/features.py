@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from annobench.regions.segmentation import DenseLabelMap, key_columns, renumber_regions
 from annobench.core.tables import field
+from annobench.regions.segmentation import DenseLabelMap, key_columns, renumber_regions
 
 SHAPE_FEATURES = (
     "area", "width", "height", "mean_x", "mean_y", "std_x", "std_y", "boundary_area", "convexity",

@@ -30,8 +30,8 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from annobench.regions.segmentation import DenseLabelMap, key_columns, renumber_regions
 from annobench.core.tables import field
+from annobench.regions.segmentation import DenseLabelMap, key_columns, renumber_regions
 
 DEFAULT_STRIPE_FRACTION = 0.2
 

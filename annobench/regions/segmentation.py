@@ -22,7 +22,8 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 
 import numpy as np

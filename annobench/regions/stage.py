@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import csv
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -15,22 +16,33 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annobench.images.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.core.fsutil import atomic_path, write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.progress import Progress
 from annobench.core.provenance import raw_file
+from annobench.core.tables import field, write_table
+from annobench.images.decode import DecodeLimits, ImageRejected, decode_image
 from annobench.regions.features import (
-    FEATURE_NAMES, REGION_FEATURES_SCHEMA, features_of_regions, features_table, rgb_to_lab,
-)
-from annobench.regions.segmentation import (
-    REGIONS_SCHEMA, SEGMENTATION_REJECTS_SCHEMA, Segmentation, renumber_regions, write_label_map,
+    FEATURE_NAMES,
+    REGION_FEATURES_SCHEMA,
+    features_of_regions,
+    features_table,
+    rgb_to_lab,
 )
 from annobench.regions.importers import import_segmentations
 from annobench.regions.relations import (
-    SPATIAL_RELATIONS_SCHEMA, relation_frequency_table, relations_of_regions, stacked_relations_table,
+    SPATIAL_RELATIONS_SCHEMA,
+    relation_frequency_table,
+    relations_of_regions,
+    stacked_relations_table,
 )
-from annobench.core.tables import field, write_table
+from annobench.regions.segmentation import (
+    REGIONS_SCHEMA,
+    SEGMENTATION_REJECTS_SCHEMA,
+    Segmentation,
+    renumber_regions,
+    write_label_map,
+)
 
 # Names users give (config, command line) -> importer names.
 KINDS = {"canonical": "canonical", "saiapr": "saiapr", "msrc": "msrc_v2", "bsds": "bsds500",

@@ -37,12 +37,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from annobench import __version__
-from annobench.release.croissant import write_croissant
-from annobench.release.dataset_card import write_dataset_card
 from annobench.core.fingerprint import params_hash
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
 from annobench.core.provenance import RECORDS, describe_file
+from annobench.release.croissant import write_croissant
+from annobench.release.dataset_card import write_dataset_card
 
 RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports", "runs", "evaluations", "browse")
 MANIFEST, JOBS, HEADER, CRATE = "MANIFEST.jsonl", "JOBS.jsonl", "RELEASE.json", "ro-crate-metadata.json"

@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from annobench.core.fsutil import write_bytes_atomic
+from annobench.core.tables import ROW_GROUP_ROWS
 from annobench.release.croissant import (
     ARROW_DTYPE_NAMES,
     STORED_IMAGES,
@@ -29,8 +31,6 @@ from annobench.release.croissant import (
     stored_image_types,
     table_summary,
 )
-from annobench.core.fsutil import write_bytes_atomic
-from annobench.core.tables import ROW_GROUP_ROWS
 
 # Licence ids the Hugging Face Hub knows (lower-case SPDX-like); others become `other`.
 HF_LICENSES = {

@@ -37,13 +37,22 @@ from typing import Callable
 from warcio.archiveiterator import ArchiveIterator
 
 from annobench.core.fingerprint import file_state
-from annobench.core.jobs import Job
 from annobench.core.fsutil import write_bytes_atomic
+from annobench.core.jobs import Job
 from annobench.sources.ids import encode_id
 from annobench.sources.pages import PageLimits, PageRejected, page_from_bytes
 from annobench.sources.warc import (
-    DAMAGE, RecordRef, RecordRejected, declared_charset, http_status, list_archives, payload_sha256,
-    read_payload, read_record_payload, record_content_type, record_kind,
+    DAMAGE,
+    RecordRef,
+    RecordRejected,
+    declared_charset,
+    http_status,
+    list_archives,
+    payload_sha256,
+    read_payload,
+    read_record_payload,
+    record_content_type,
+    record_kind,
 )
 
 INDEX_VERSION = 1

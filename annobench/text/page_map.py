@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from annobench.sources.pages import PageLimits, PageRejected, read_page
 from annobench.sources.page_images import candidate_urls, page_images
+from annobench.sources.pages import PageLimits, PageRejected, read_page
 
 PAGE_ENDINGS = {".html", ".htm", ".xhtml", ".shtml"}
 IMAGE_ENDINGS = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff"}

@@ -23,15 +23,21 @@ import pyarrow as pa
 
 from annobench.core import layout
 from annobench.core.fingerprint import file_state
+from annobench.core.jobs import Job
+from annobench.core.progress import Progress
+from annobench.core.tables import field as column
+from annobench.core.tables import rows_to_table, write_table
 from annobench.sources.ids import shard_of
 from annobench.sources.inventory import InventoryError
 from annobench.sources.page_images import page_base
 from annobench.sources.pages import Page, PageLimits, PageRejected, read_page
-from annobench.core.jobs import Job
-from annobench.core.progress import Progress
-from annobench.core.tables import field as column, rows_to_table, write_table
 from annobench.text.features import (
-    TextParams, not_found_reason, occurrence_scores, occurrences, page_words, top_terms,
+    TextParams,
+    not_found_reason,
+    occurrence_scores,
+    occurrences,
+    page_words,
+    top_terms,
 )
 
 TEXT_TABLES = ("text_terms", "image_urls", "pages", "pages_xml", "text_rejects")

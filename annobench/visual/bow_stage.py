@@ -17,14 +17,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annobench.visual import bow
-from annobench.visual import dsift
-from annobench.visual.stage import write_vectors
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
 from annobench.core.progress import Progress
-from annobench.images.resize import read_stored
 from annobench.core.tables import field, vector_column, write_table
+from annobench.images.resize import read_stored
+from annobench.visual import bow, dsift
+from annobench.visual.stage import write_vectors
 
 Log = Callable[[str], None]
 # Rows read at a time when codebook training loads the shards' samples (100 MB at 384 values).

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 
 from annobench.core.jobs import Job
 from annobench.core.progress import Progress
-from annobench.images.resize import read_stored
 from annobench.core.tables import field, vector_column, write_table
+from annobench.images.resize import read_stored
 
 Extractor = Callable[[np.ndarray], np.ndarray]
 

@@ -34,10 +34,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annobench.benchmark.boxes.lines import (
-    CSV_HEADER, ParsedLine, decode_line, name_problem, parse_csv_line, parse_detection_line, parse_row,
+    CSV_HEADER,
+    ParsedLine,
+    decode_line,
+    name_problem,
+    parse_csv_line,
+    parse_detection_line,
+    parse_row,
     parse_text_line,
 )
-from annobench.benchmark.boxes.model import COORDINATES, BoxInputError, ImageList, outside_image, read_image_list
+from annobench.benchmark.boxes.model import COORDINATES, BoxInputError, outside_image
+from annobench.benchmark.image_list import ImageList, ImageListError, read_image_list
 from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunFormatError, RunProblem
 
 RUN_FORMS = ("text", "csv", "parquet", "detections", "coco_results")
@@ -341,6 +348,9 @@ def check_box_run_main(run_path: PathArg, concepts_path: PathArg | None = None, 
         return 2
     except (BoxInputError, json.JSONDecodeError) as error:
         print(f"{run_path}: {error}", file=out)
+        return 2
+    except ImageListError as error:
+        print(error, file=out)
         return 2
     except OSError as error:
         print(f"{error.filename or run_path}: cannot read: {error.strerror or error}", file=out)

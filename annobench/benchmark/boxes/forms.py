@@ -22,8 +22,14 @@ import pyarrow as pa
 from annobench.benchmark.boxes.checker import scan_box_run
 from annobench.benchmark.boxes.lines import CSV_HEADER
 from annobench.benchmark.boxes.model import (
-    BOX_RUN_ARTEFACT, BOX_RUN_COLUMNS, BOX_RUN_SCHEMA, COORDINATES, ImageList, geometry_text, score_text,
+    BOX_RUN_ARTEFACT,
+    BOX_RUN_COLUMNS,
+    BOX_RUN_SCHEMA,
+    COORDINATES,
+    geometry_text,
+    score_text,
 )
+from annobench.benchmark.image_list import ImageList
 from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, RunFormatError
 from annobench.core.fsutil import atomic_path
 from annobench.core.tables import write_table

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from annobench.benchmark.boxes.model import corners_from_xywh
 from annobench.benchmark.runs.problems import quote

@@ -11,11 +11,7 @@ measure as long as the truth and the run agree: VOC XML is read as written
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -131,63 +127,6 @@ def geometry_text(xmin: int, ymin: int, xmax: int, ymax: int) -> str:
 def score_text(score: float) -> str:
     """A score written so that reading it back gives the same float (shortest exact decimal, no exponent)."""
     return np.format_float_positional(float(score), unique=True, trim="-")
-
-
-# ---------------------------------------------------------------- the test images
-
-
-@dataclass
-class ImageList:
-    """The test images a run or ground truth is checked against, with their sizes when known."""
-
-    ids: tuple[str, ...]
-    sizes: dict[str, tuple[int, int]] | None  # image_id -> (width, height)
-
-    def __post_init__(self) -> None:
-        self.known = frozenset(self.ids)
-
-    def __contains__(self, image_id: str) -> bool:
-        return image_id in self.known
-
-
-def read_image_list(path: Path | str) -> ImageList:
-    """One image id a line, or a CSV with header `image_id[,width,height]` (sizes in pixels; a row
-    whose width and height are both empty has no known size)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise BoxInputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    lines = text.splitlines()
-    header = lines[0].strip().split(",") if lines else []
-    if header and header[0] == "image_id":
-        return _image_csv(path, text, header)
-    ids = tuple(line.strip() for line in lines if line.strip())
-    if not ids:
-        raise BoxInputError(f"{path}: no image ids")
-    return ImageList(ids, None)
-
-
-def _image_csv(path: Path, text: str, header: list[str]) -> ImageList:
-    with_sizes = {"width", "height"} <= set(header)
-    ids, sizes = [], {}
-    for line, row in enumerate(csv.DictReader(io.StringIO(text)), 2):
-        image_id = (row.get("image_id") or "").strip()
-        if not image_id:
-            raise BoxInputError(f"{path}:{line}: empty image_id")
-        ids.append(image_id)
-        given = [(row.get(name) or "").strip() for name in ("width", "height")] if with_sizes else ["", ""]
-        if any(given):  # both empty: the size is unknown
-            try:
-                size = (int(given[0]), int(given[1]))
-            except ValueError:
-                raise BoxInputError(f"{path}:{line}: width and height must be whole numbers") from None
-            if min(size) < 1:
-                raise BoxInputError(f"{path}:{line}: width and height must be at least 1")
-            sizes[image_id] = size
-    if not ids:
-        raise BoxInputError(f"{path}: no image ids")
-    return ImageList(tuple(ids), sizes if with_sizes else None)
 
 
 def outside_image(xmin: int, ymin: int, xmax: int, ymax: int, size: tuple[int, int]) -> bool:

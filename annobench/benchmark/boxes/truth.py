@@ -50,9 +50,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annobench.benchmark.boxes.model import (
-    BOX_REJECTS_SCHEMA, BOXES_SCHEMA, COORDINATES, BoxInputError, ImageList, nearest_pixel,
+    BOX_REJECTS_SCHEMA,
+    BOXES_SCHEMA,
+    COORDINATES,
+    BoxInputError,
+    nearest_pixel,
     outside_image,
 )
+from annobench.benchmark.image_list import ImageList
 
 TRUTH_FORMS = ("voc", "coco", "csv", "parquet", "xywh", "segmentations")
 _TABLE_COLUMNS = ("image_id", "concept", *COORDINATES)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import sys
 from typing import Sequence, TextIO
 
+from annobench.benchmark.image_list import ImageListError, read_image_list
 from annobench.benchmark.runs.concepts import (
     CompactLists,
     ConceptLists,
     as_lists,
     image_order_lists,
     load_lists,
-    read_image_list,
     read_concepts,
     vocabulary_index,
 )
@@ -72,11 +72,14 @@ def check_run_main(concepts_path: PathArg, run_path: PathArg, lists_path: PathAr
         concepts = read_concepts(concepts_path)
         lists = load_lists(lists_path, concepts) if lists_path is not None else None
         if images_path is not None:
-            lists = image_order_lists(read_image_list(images_path), len(concepts))
+            lists = image_order_lists(list(read_image_list(images_path).ids), len(concepts))
         problems, n_lines, n_pairs = scan_run(run_path, concepts, lists, MAX_PROBLEMS)
     except RunFormatError as error:
         for line in error.report_lines():
             print(line, file=out)
+        return 2
+    except ImageListError as error:
+        print(error, file=out)
         return 2
     except OSError as error:
         print(f"{error.filename or run_path}: cannot read: {error.strerror or error}", file=out)

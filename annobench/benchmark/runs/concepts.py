@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import array
-import csv
 from os import PathLike
 from typing import Iterator, Sequence
 
@@ -142,42 +141,6 @@ def load_lists(path: PathArg, concepts: Sequence[str]) -> CompactLists:
     lists = _parse_lists(_list_file_entries(path, problems), concepts, problems)
     problems.raise_if_any(path)
     return lists
-
-
-def read_image_list(path: PathArg) -> list[str]:
-    """The test images in run order: one id a line, or a CSV whose header has an `image_id` column (a
-    ground-truth file: each id at its first row). Blank lines, spaces in ids and repeated ids are refused."""
-    problems = Problems(MAX_PROBLEMS)
-    ids: list[str] = []
-    first_line: dict[str, int] = {}
-    column = None
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            text = _decode(raw, number, problems).rstrip("\r\n")
-            text = text.lstrip("\ufeff") if number == 1 else text
-            if number == 1 and "image_id" in next(csv.reader([text])):
-                column = next(csv.reader([text])).index("image_id")
-                continue
-            if column is not None:
-                fields = next(csv.reader([text]), [])
-                if len(fields) <= column:
-                    problems.add(number, f"no image_id field (column {column + 1}) on this line")
-                    continue
-                image_id = fields[column].strip()
-            else:
-                image_id = text.strip()
-            if not image_id or any(char.isspace() for char in image_id):
-                problems.add(number, f"unusable image id {quote(image_id)}: empty or with whitespace")
-            elif image_id in first_line:
-                if column is None:
-                    problems.add(number, f"image '{image_id}' repeats line {first_line[image_id]}")
-            else:
-                first_line[image_id] = number
-                ids.append(image_id)
-    if not ids and not problems.total:
-        problems.add(0, "no image ids: the file has no lines")
-    problems.raise_if_any(path)
-    return ids
 
 
 def image_order_lists(image_ids: list[str], n_concepts: int) -> CompactLists:

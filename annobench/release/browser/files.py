@@ -10,7 +10,6 @@ from urllib.parse import quote
 
 from annobench.core.layout import shard_name
 
-
 # ---------------------------------------------------------------- names and links
 
 SAFE_CHARS = frozenset(string.ascii_letters + string.digits + "-_.")

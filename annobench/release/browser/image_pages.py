@@ -11,7 +11,12 @@ import pyarrow.compute as pc
 
 from annobench.core.layout import shard_name
 from annobench.release.browser.files import (
-    Site, grid_page_path, href, image_page_path, overlay_path, stored_image_href,
+    Site,
+    grid_page_path,
+    href,
+    image_page_path,
+    overlay_path,
+    stored_image_href,
 )
 from annobench.release.browser.markup import esc, esc_word, html_page, html_table, more_note, number, section
 from annobench.release.browser.overlays import Palette, hex_colour, overlay_png, read_label_map
