@@ -93,6 +93,7 @@ def _text(args: argparse.Namespace) -> int:
     from annobench.core.config import load_config
     from annobench.core.fingerprint import params_hash
     from annobench.sources.pages import PageLimits
+    from annobench.text.captions import CaptionFilter
     from annobench.text.features import TextParams
     from annobench.text.page_map import derive_mapping, write_mapping
     from annobench.text.stage import extract_text, read_mapping, write_scofeat, write_text_tables
@@ -114,7 +115,7 @@ def _text(args: argparse.Namespace) -> int:
               f"({len(derived.unresolved)} <img> addresses without a local file, see unresolved.csv)")
     rows = sorted(set(read_mapping(mapping)), key=lambda r: (r.image_id, r.page_id, r.img_src))
     result = extract_text(rows, pages, TextParams.from_config(config["text"]), PageLimits.from_config(config["text"]),
-                          log=lambda line: None)
+                          log=lambda line: None, caption_filter=CaptionFilter.from_config(config["text"]))
     write_text_tables(result, out, 0, params_hash(config["text"]))
     write_scofeat([str(out / "tables" / "text_terms" / "shard-00000.parquet")], out / "exports" / "text.scofeat",
                   out / "exports" / "text_iids.txt")

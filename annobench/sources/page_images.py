@@ -25,6 +25,7 @@ class ImageElement:
     attributes: dict[str, str]
     # Attributes of the <source>s of the <picture> it is in: alternatives of this same image.
     picture_sources: list[dict[str, str]] = field(default_factory=list)
+    caption: str = ""  # the caption element around it (text.captions), where the text stage looked
 
 
 def page_images(page: Page) -> list[ImageElement]:

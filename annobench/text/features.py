@@ -25,6 +25,7 @@ from lxml import etree
 
 from annobench.sources.page_images import ImageElement, candidate_urls, normalise_url, picture_sources
 from annobench.sources.pages import Page
+from annobench.text.captions import enclosing_caption
 
 # Letters and digits of any script; underscores and punctuation separate words.
 WORD = re.compile(r"[^\W_]+")
@@ -116,7 +117,8 @@ def page_words(page: Page, params: TextParams) -> PageWords:
             if kind:
                 context[kind] += 1
             if tag == "img":
-                images.append(ImageElement(len(ids), dict(element.attrib), picture_sources(element)))
+                images.append(ImageElement(len(ids), dict(element.attrib), picture_sources(element),
+                                           enclosing_caption(element)))
             add(element.text)
         else:
             if kind:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -31,6 +31,7 @@ from annobench.sources.ids import shard_of
 from annobench.sources.inventory import InventoryError
 from annobench.sources.page_images import page_base
 from annobench.sources.pages import Page, PageLimits, PageRejected, read_page
+from annobench.text.captions import KINDS, CaptionFilter, caption_row, occurrence_captions, page_text_counts
 from annobench.text.features import (
     TextParams,
     not_found_reason,
@@ -40,7 +41,7 @@ from annobench.text.features import (
     top_terms,
 )
 
-TEXT_TABLES = ("text_terms", "image_urls", "pages", "pages_xml", "text_rejects")
+TEXT_TABLES = ("text_terms", "image_urls", "pages", "pages_xml", "text_rejects", "page_captions")
 
 SCHEMAS = {
     "text_terms": pa.schema([
@@ -70,6 +71,18 @@ SCHEMAS = {
         column("image_id", pa.string(), "key of the image"),
         column("page_id", pa.string(), "the page concerned"),
         column("reason", pa.string(), "why the image has no text from this page"),
+    ]),
+    "page_captions": pa.schema([
+        column("image_id", pa.string(), "key of the image"),
+        column("page_id", pa.string(), "the page that gives the caption"),
+        column("kind", pa.string(), "alt | title | caption (figcaption, table caption, caption class) | filename"),
+        column("text", pa.string(), "the caption, whitespace collapsed"),
+        column("words", pa.int32(), "tokens that are words (letters only, edge punctuation stripped)"),
+        column("word_share", pa.float32(), "words / tokens"),
+        column("boilerplate", pa.bool_(), "every token is a placeholder word (image, photo, logo, click, here, ...)"),
+        column("same_on_page", pa.int32(), "<img> elements of the page with this same text of this kind"),
+        column("keep", pa.bool_(), "passes the default filter of text.captions"),
+        column("reason", pa.string(), "the first filter it fails, null if kept", nullable=True),
     ]),
 }
 
@@ -221,7 +234,7 @@ class TextResult:
 def extract_text(
     rows: list[MappingRow], pages, params: TextParams, limits: PageLimits,
     owned: Callable[[str], bool] = lambda page_id: True, log: Callable[[str], None] = print,
-    every_seconds: float = 10.0,
+    every_seconds: float = 10.0, caption_filter: CaptionFilter = CaptionFilter(),
 ) -> TextResult:
     """Text features of the images in `rows`, from their pages (a folder or a page store), with every
     problem reported."""
@@ -248,9 +261,11 @@ def extract_text(
             tables["pages"].append({"page_id": page_id, "encoding": page.encoding, "title": page.title, "status": "ok"})
             tables["pages_xml"].append({"page_id": page_id, "xml": page.to_xml()})
         words = page_words(page, params)
+        shared = page_text_counts(words.images)
         for row in page_rows:
             base = page_base(page, row.page_url)
             found = occurrences(words, row.img_src, base)
+            tables["page_captions"].extend(image_captions(row, found, shared, caption_filter))
             tables["image_urls"].append({
                 "image_id": row.image_id, "page_id": page_id, "img_src": row.img_src,
                 "url": _resolved(row.img_src, base), "occurrences": len(found),
@@ -278,7 +293,18 @@ def extract_text(
     progress.finish()
     for name in ("text_rejects", "image_urls"):
         tables[name].sort(key=lambda r: (r["image_id"], r["page_id"], r.get("img_src", ""), r.get("reason", "")))
+    tables["page_captions"].sort(key=lambda r: (r["image_id"], r["page_id"], KINDS.index(r["kind"]), r["text"]))
     return TextResult(tables=tables, terms_by_image=terms_by_image)
+
+
+def image_captions(row: MappingRow, found: list, shared: Counter, rules: CaptionFilter) -> list[dict]:
+    """The caption rows of one mapped image on its page: each kind's distinct texts over its occurrences."""
+    texts: dict[tuple[str, str], None] = {}
+    for element in found:
+        for kind, text in occurrence_captions(element.attributes, element.caption, row.img_src).items():
+            texts[(kind, text)] = None
+    return [caption_row(row.image_id, row.page_id, kind, text, shared.get((kind, text), 1), rules)
+            for kind, text in texts]
 
 
 def _resolved(img_src: str, base: str) -> str | None:
@@ -308,6 +334,7 @@ def text_shard_job(job: Job) -> list[dict]:
     result = extract_text(
         plan.shards[shard], plan.pages, TextParams.from_config(text), PageLimits.from_config(text),
         owned=lambda page_id: plan.owners[page_id] == shard, log=job.log, every_seconds=job.every_seconds,
+        caption_filter=CaptionFilter.from_config(text),
     )
     write_text_tables(result, job.out_dir, shard, job.params["params_hash"])
     return [plan.pages.raw_input(page_id) for page_id in sorted({row.page_id for row in plan.shards[shard]})]

@@ -1,0 +1,124 @@
+"""Captions harvested from pages (page_captions): rows checked by hand against three real pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lxml import etree
+
+from annobench.sources.pages import PageLimits
+from annobench.text.captions import CaptionFilter, caption_row, enclosing_caption, filename_words
+from annobench.text.features import TextParams
+from annobench.text.page_map import derive_mapping
+from annobench.text.stage import MappingRow, extract_text
+from conftest import REAL, require_shared
+
+PAGES = REAL / "pages"
+COLUMNS = ("kind", "text", "words", "same_on_page", "boilerplate", "keep", "reason")
+
+
+def captions_of(collection: str, page_id: str) -> dict[str, list[tuple]]:
+    """The page_captions rows of one real page, per image, as (kind, text, words, ...) tuples."""
+    folder = require_shared(PAGES / collection)
+    rows = sorted({MappingRow(*row) for row in derive_mapping(folder).mapping if row[1] == page_id})
+    assert rows, page_id
+    result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
+    found: dict[str, list[tuple]] = {}
+    for row in result.tables["page_captions"]:
+        found.setdefault(row["image_id"], []).append(tuple(row[name] for name in COLUMNS))
+    return found
+
+
+def test_mediawiki_thumbcaptions_and_file_names_of_a_kiwix_page():
+    # A/The_Nanny.html: <div class="thumbinner"><a ...><img ...></a><div class="thumbcaption">7 East 75th
+    # Street on the Upper East Side of New York City was used for the exterior shots of the Sheffield
+    # townhouse.</div></div>; the <img> has no alt.
+    found = captions_of("kiwix_wikipedia", "A/The_Nanny.html")
+    street = found["I__m__7_East_75th_Street_001.JPG"]
+    assert street == [
+        ("caption", "7 East 75th Street on the Upper East Side of New York City was used for the exterior shots "
+                    "of the Sheffield townhouse.", 21, 1, False, True, None),  # 23 tokens less 7 and 75th
+        # 7, 75th and 001 are no words: 2 of 5 tokens
+        ("filename", "7 East 75th Street 001", 2, 1, False, False, "few words"),
+    ]
+
+
+def test_a_caption_and_a_one_word_file_name_of_another_kiwix_page():
+    # A/America_the_Beautiful.html: the plaque photo's thumbcaption, and its file Americathebeautiful.jpg.
+    found = captions_of("kiwix_wikipedia", "A/America_the_Beautiful.html")
+    assert found["I__m__Americathebeautiful.jpg"] == [
+        ("caption", "Commemoration plaque atop Pikes Peak in July 1999.", 7, 1, False, True, None),
+        ("filename", "Americathebeautiful", 1, 1, False, False, "too short"),
+    ]
+
+
+def test_alt_title_and_file_names_of_a_news_page():
+    # www.edmunds.com/index.html: <img alt="What's Hot on Edmunds.com" title="What's Hot on Edmunds.com"
+    # src=".../IL_promo-2.jpg">; <img alt="New Car Ratings" src=".../2013_honda_accord_f34_ot_32613_196.jpg">.
+    found = captions_of("dataset_popular", "www.edmunds.com/www.edmunds.com/index.html")
+    promo = "www.edmunds.com__static.ed.edmunds-media.com__unversioned__img__il__IL_promo-2.jpg"
+    assert found[promo] == [
+        ("alt", "What's Hot on Edmunds.com", 3, 1, False, True, None),
+        ("title", "What's Hot on Edmunds.com", 3, 1, False, True, None),
+        ("filename", "IL promo 2", 2, 1, False, True, None),
+    ]
+    accord = ("www.edmunds.com__media.ed.edmunds-media.com__honda__accord__2013__ot__"
+              "2013_honda_accord_f34_ot_32613_196.jpg")
+    assert found[accord] == [
+        ("alt", "New Car Ratings", 3, 1, False, True, None),
+        ("filename", "2013 honda accord f34 ot 32613 196", 3, 1, False, False, "few words"),
+    ]
+
+
+def test_every_mapped_img_with_an_alt_or_a_caption_gets_its_row():
+    for collection in ("kiwix_wikipedia", "dataset_popular"):
+        folder = require_shared(PAGES / collection)
+        rows = sorted(set(MappingRow(*row) for row in derive_mapping(folder).mapping))
+        result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
+        got = {(r["image_id"], r["page_id"], r["kind"]) for r in result.tables["page_captions"]}
+        # Every image found on its page has its file name's row at least, when the name has letters.
+        for url in result.tables["image_urls"]:
+            if url["occurrences"] and filename_words(url["img_src"]):
+                assert (url["image_id"], url["page_id"], "filename") in got
+        assert any(kind == "alt" for _, _, kind in got) and any(kind == "caption" for _, _, kind in got)
+
+
+def test_the_filter_reasons_in_order():
+    rules = CaptionFilter(min_words=2, max_words=5, min_word_share=0.5, max_same_on_page=2)
+    assert caption_row("i", "p", "alt", "Company logo of Acme", 1, rules)["reason"] == "boilerplate"
+    assert caption_row("i", "p", "alt", "click here", 1, rules)["reason"] == "boilerplate"
+    assert caption_row("i", "p", "alt", "Tower", 1, rules)["reason"] == "too short"
+    assert caption_row("i", "p", "alt", "one two three four five six", 1, rules)["reason"] == "too long"
+    assert caption_row("i", "p", "alt", "IMG 0042 2013 x7 cat", 1, rules)["reason"] == "few words"  # 2 of 5
+    assert caption_row("i", "p", "alt", "DSC 0042 2013 cat", 1, rules)["keep"]  # 2 of 4: at the share
+    assert caption_row("i", "p", "alt", "a grey cat", 3, rules)["reason"] == "repeated on the page"
+    kept = caption_row("i", "p", "alt", "A grey cat, asleep.", 2, rules)
+    assert kept["keep"] and kept["reason"] is None and kept["words"] == 4 and kept["word_share"] == 1.0
+
+
+def test_figure_and_table_captions_beat_class_names_and_never_take_the_image_itself():
+    root = etree.HTML(
+        "<body><figure><div class='caption-box'><img id='a' src='x.jpg'></div><figcaption> A  <b>red</b> "
+        "kite </figcaption></figure><table><caption>Table of kites</caption><tr><td><img id='b'></td></tr>"
+        "</table><div class='thumb'><a><img id='c'></a><div class='thumbcaption'>Blue kite</div></div>"
+        "<div class='caption'><img id='d'></div></body>")
+    image = {element.get("id"): element for element in root.iter("img")}
+    assert enclosing_caption(image["a"]) == "A red kite"
+    assert enclosing_caption(image["b"]) == "Table of kites"
+    assert enclosing_caption(image["c"]) == "Blue kite"
+    assert enclosing_caption(image["d"]) == ""  # the caption-class element holds the image: not its caption
+    assert filename_words("/w/images/Eiffel_Tower_2011.jpg?x=1") == "Eiffel Tower 2011"
+    assert filename_words("../img/0042.png") == ""
+
+
+def test_page_captions_are_written_with_the_other_text_tables(tmp_path: Path):
+    from annobench.text.stage import write_text_tables
+    import pyarrow.parquet as pq
+
+    folder = require_shared(PAGES / "kiwix_wikipedia")
+    rows = sorted({MappingRow(*row) for row in derive_mapping(folder).mapping if row[1] == "A/The_Nanny.html"})
+    result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
+    write_text_tables(result, tmp_path, 0, "hash")
+    table = pq.read_table(tmp_path / "tables" / "page_captions" / "shard-00000.parquet")
+    assert table.num_rows == len(result.tables["page_captions"]) > 0
+    assert table.schema.field("reason").nullable and table.column("keep").to_pylist().count(True) >= 1
