@@ -22,6 +22,7 @@ include: "workflow/rules/bow.smk"
 include: "workflow/rules/text.smk"
 include: "workflow/rules/regions.smk"
 include: "workflow/rules/benchmark.smk"
+include: "workflow/rules/boxes.smk"
 include: "workflow/rules/release.smk"
 
 

@@ -8,4 +8,7 @@ truth it gives the `boxes` and `box_rejects` tables, box runs and the
 localisation measure of SPEC 9 (boxes); for content selection it takes box
 instances and the descriptions that mention them, and gives P, R and F of a
 run, of baselines and of the human upper bound (selection, selection_files).
+In the workflow, box_stage builds the box truth, the box baselines (from
+the k-NN runs) and the selection baselines, and box_leaderboard their
+`box_leaderboard` and `selection_leaderboard` tables.
 """

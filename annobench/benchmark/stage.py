@@ -402,9 +402,33 @@ def build_report(settings: BenchmarkSettings, evaluations: list[str], inputs: di
     counts = data.truth(data.train_ids + data.test_ids).sum(axis=0)
     write_bytes_atomic(outputs["figure"], label_frequency_figure(
         counts.tolist(), f"Label frequency: {len(data.names)} concepts, train + test images"))
-    write_bytes_atomic(outputs["leaderboard"], leaderboard_markdown(board, stats, settings).encode("utf-8"))
+    markdown = leaderboard_markdown(board, stats, settings) + _subtask_sections(inputs, outputs)
+    write_bytes_atomic(outputs["leaderboard"], markdown.encode("utf-8"))
     log(f"leaderboard of {len(results)} runs; unique label sets {stats['unique_label_sets']:.3f}, "
         f"novel {stats['novel_label_sets']:.3f}")
+
+
+def _subtask_sections(inputs: dict, outputs: dict) -> str:
+    """The localisation and content-selection leaderboards (tables and Markdown), when the build has
+    box or selection runs; nothing otherwise, so builds without them keep their bytes."""
+    from annobench.benchmark import box_leaderboard as boards
+
+    sections = ""
+    for kind, frame, markdown in (("box", boards.box_leaderboard_frame, boards.box_markdown),
+                                  ("selection", boards.selection_leaderboard_frame, boards.selection_markdown)):
+        paths = _paths(inputs.get(f"{kind}_evaluations", []))
+        if not paths:
+            continue
+        results = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+        board = frame(results)
+        write_table(pa.Table.from_pandas(board, preserve_index=False), outputs[f"{kind}_leaderboard"],
+                    f"{kind}_leaderboard", params={"runs": sorted(r["run"] for r in results)})
+        sections += "\n" + markdown(board)
+    return sections
+
+
+def _paths(value) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def overlap_table(test_ids: list[str], overlap: np.ndarray, share: float) -> pa.Table:

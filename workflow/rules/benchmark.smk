@@ -1,6 +1,7 @@
 # The benchmark around the features (SPEC 8): ground truth, splits, baseline runs, their evaluation,
 # a leaderboard and diagnostics. Built when benchmark.ground_truth.source is set.
 
+from annobench.benchmark import box_stage
 from annobench.benchmark import stage as benchmark_stage
 
 BENCHMARK = config["benchmark"]
@@ -19,6 +20,15 @@ if BENCHMARK_ON:
         raise WorkflowError("benchmark.ground_truth.source is regions but input.segmentations is empty")
     if "cooccurrence" in BENCHMARK["baselines"] and not TEXT_PLAN:
         logger.info("annobench: no text features (input.page_map is empty): co-occurrence baselines skipped")
+
+try:
+    box_stage.check_config(config)
+except (box_stage.BoxConfigError, ValueError) as error:
+    raise WorkflowError(str(error))
+# The subtasks of SPEC 9 (rules in boxes.smk): box runs and selection baselines, on the leaderboard.
+BOX_RUNS = box_stage.box_baseline_runs(config)
+SELECTION_RUNS = box_stage.selection_runs(config)
+BOX_TRUTH = {"boxes": out("tables/boxes/all.parquet"), "box_rejects": out("tables/box_rejects/all.parquet")}
 
 
 
@@ -107,9 +117,13 @@ rule benchmark_report:
         **BENCHMARK_TABLES,
         overlap=out(f"work/neighbours/{BENCHMARK['overlap']['feature']}.parquet"),
         evaluations=expand(out("evaluations/{run}.json"), run=sorted(BASELINES)),
+        box_evaluations=expand(out("evaluations/{run}.json"), run=sorted(BOX_RUNS)),
+        selection_evaluations=expand(out("evaluations/selection_{run}.json"), run=SELECTION_RUNS),
     output:
         leaderboard=out("reports/leaderboard.md"),
         leaderboard_table=out("tables/leaderboard/all.parquet"),
+        **({"box_leaderboard": out("tables/box_leaderboard/all.parquet")} if BOX_RUNS else {}),
+        **({"selection_leaderboard": out("tables/selection_leaderboard/all.parquet")} if SELECTION_RUNS else {}),
         figure=out("reports/label_frequencies.png"),
         diagnostics=out("reports/benchmark_diagnostics.json"),
         overlap_table=out("tables/visual_overlap/all.parquet"),
@@ -117,7 +131,7 @@ rule benchmark_report:
         out("logs/benchmark_report.log"),
     params:
         settings={key: BENCHMARK[key] for key in ("k", "overlap")},
-        code=script_code("benchmark_report.py"),
+        code=script_code("benchmark_report.py", "annobench.benchmark.box_leaderboard"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,
     conda:
@@ -152,3 +166,4 @@ rule benchmark_all:
     input:
         rules.benchmark_report.output if BENCHMARK_ON else [],
         rules.region_benchmark.output if BENCHMARK_ON and REGIONS_ON else [],
+        list(BOX_TRUTH.values()) if box_stage.boxes_enabled(config) else [],

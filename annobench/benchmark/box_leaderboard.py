@@ -1,0 +1,82 @@
+"""The box and content-selection leaderboards (SPEC 9): tables and Markdown sections beside the
+annotation leaderboard, from the evaluations the box_baselines and selection_baselines rules write."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+HEADLINE_THRESHOLDS = ("0", "0.5")  # Table 1 of seed 001
+SELECTION_MEASURES = ("P", "R", "F")
+
+
+def box_leaderboard_frame(results: list[dict]) -> pd.DataFrame:
+    """One row per box run: MAP at each threshold (columns MAP@t), sorted by MAP@0.5, then MAP@0, then name."""
+    rows = [{"run": r["run"], **{f"MAP@{t}": value for t, value in r["MAP"].items()},
+             "test_images": r["counts"]["images"], "run_boxes": r["counts"]["run_boxes"]} for r in results]
+    frame = pd.DataFrame(rows)
+    keys = [f"MAP@{t}" for t in reversed(HEADLINE_THRESHOLDS)]
+    return frame.sort_values([*keys, "run"], ascending=[False, False, True], na_position="last",
+                             kind="stable").reset_index(drop=True)
+
+
+def selection_leaderboard_frame(results: list[dict]) -> pd.DataFrame:
+    """One row per selection run: mean and standard deviation of P, R and F over the test images, sorted by F."""
+    rows = []
+    for result in results:
+        row = {"run": result["run"]}
+        for measure in SELECTION_MEASURES:
+            row[f"{measure} mean"] = result[measure]["mean"]
+            row[f"{measure} std"] = result[measure]["std"]
+        rows.append({**row, "images": result["images"]})
+    frame = pd.DataFrame(rows)
+    return frame.sort_values(["F mean", "run"], ascending=[False, True], na_position="last",
+                             kind="stable").reset_index(drop=True)
+
+
+def _number(value) -> str:
+    return "n/a" if value is None or value != value else f"{value:.4f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" if i == 0 else "---:" for i in range(len(header))) + " |"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def box_markdown(board: pd.DataFrame) -> str:
+    """The localisation section: MAP at 0 and 0.5, then at every threshold."""
+    thresholds = [c[len("MAP@"):] for c in board.columns if c.startswith("MAP@")]
+    headline = [[row["run"], *(_number(row[f"MAP@{t}"]) for t in HEADLINE_THRESHOLDS), str(row["run_boxes"])]
+                for _, row in board.iterrows()]
+    every = [[row["run"], *(_number(row[f"MAP@{t}"]) for t in thresholds)] for _, row in board.iterrows()]
+    images = int(board["test_images"].max()) if len(board) else 0
+    lines = [
+        "## Localisation (boxes, SPEC 9 subtask 1)",
+        "",
+        f"MAP over the concepts with a ground-truth box on the {images} test images, at IoU thresholds t "
+        "(t = 0: a box counts as an image-level annotation). Sorted by MAP at 0.5.",
+        "",
+        *_table(["run", "MAP@0", "MAP@0.5", "boxes"], headline),
+        "",
+        "Every threshold:",
+        "",
+        *_table(["run", *(f"t={t}" for t in thresholds)], every),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def selection_markdown(board: pd.DataFrame) -> str:
+    """The content-selection section: P, R and F, mean ± standard deviation over the test images."""
+    rows = [[row["run"], *(f"{_number(row[f'{m} mean'])} ± {_number(row[f'{m} std'])}" for m in SELECTION_MEASURES),
+             str(row["images"])] for _, row in board.iterrows()]
+    lines = [
+        "## Content selection (SPEC 9 subtask 3)",
+        "",
+        "P, R and F of each test image's selected box instances against its gold descriptions (eq. 3-5 of "
+        "seed 001), mean ± population standard deviation over the images. The human upper bound is measured "
+        "on the images with two or more descriptions. Sorted by F.",
+        "",
+        *_table(["run", "P", "R", "F", "images"], rows),
+        "",
+    ]
+    return "\n".join(lines)

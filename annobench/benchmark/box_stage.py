@@ -1,0 +1,350 @@
+"""The box and content-selection part of the benchmark stage (SPEC 9, subtasks 1 and 3).
+
+Each function at the end is one Snakemake job, callable without Snakemake:
+box ground truth for the benchmark's images (rule benchmark_boxes), the box
+baselines built from the image-level k-NN runs (rule box_baselines) and the
+content-selection baselines (rule selection_baselines). Test images are the
+benchmark's test split, always in image_id order, so every output is the
+same bytes whatever the cores.
+
+Box baselines, one run of each per feature of benchmark.features:
+
+- whole_image_FEATURE: for every test image and every concept the
+  knn_FEATURE run decides (decision 1), one box covering the whole image,
+  (0, 0, width - 1, height - 1) in the images table's size (the original,
+  after EXIF orientation), with the run's score for that concept.
+- knn_transfer_FEATURE: the test image's benchmark.knn.neighbours nearest
+  training images on FEATURE (the neighbours the knn run used); every truth
+  box of each neighbour is carried over, rescaled from the neighbour's size
+  to the test image's (transfer_box), with score (k - r + 1) / k for the
+  neighbour of rank r (1 = nearest) among k: nearer neighbours' boxes rank
+  first, ties keep the run's order (neighbour rank, then box number).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from annobench.benchmark.boxes.measure import DEFAULT_THRESHOLDS, evaluate_boxes
+from annobench.benchmark.boxes.model import BOX_RUN_COLUMNS, BoxInputError
+from annobench.benchmark.image_list import ImageList
+from annobench.benchmark.selection import SelectionError, SelectionTruth
+from annobench.benchmark.stage import json_bytes
+from annobench.core.fsutil import write_bytes_atomic
+from annobench.core.jobs import Job
+from annobench.core.provenance import raw_file
+from annobench.core.tables import write_table
+
+# benchmark.boxes.source -> the forms truth_form recognises for it.
+BOX_SOURCE_FORMS = {"voc": ("voc",), "coco": ("coco",), "table": ("csv", "parquet"), "xywh": ("xywh",)}
+BOX_RUN_FILES = ("run", "run_text", "evaluation")
+
+
+class BoxConfigError(ValueError):
+    """A benchmark.boxes / benchmark.selection setting this build cannot follow."""
+
+
+# -- planning (called from the Snakefile) ----------------------------------
+
+def boxes_enabled(config: dict) -> bool:
+    return bool(config["benchmark"]["ground_truth"]["source"] and config["benchmark"]["boxes"]["source"])
+
+
+def selection_enabled(config: dict) -> bool:
+    return bool(config["benchmark"]["ground_truth"]["source"] and config["benchmark"]["selection"]["truth"])
+
+
+def box_baseline_runs(config: dict) -> dict[str, dict]:
+    """Box run name -> {'kind': whole_image | knn_transfer, 'feature': ...}."""
+    if not boxes_enabled(config):
+        return {}
+    settings = config["benchmark"]
+    return {f"{kind}_{feature}": {"kind": kind, "feature": feature}
+            for kind in settings["boxes"]["baselines"] for feature in settings["features"]}
+
+
+def selection_runs(config: dict) -> list[str]:
+    return list(config["benchmark"]["selection"]["baselines"]) if selection_enabled(config) else []
+
+
+def check_config(config: dict) -> None:
+    """BoxConfigError for a combination of settings the box and selection rules cannot build."""
+    settings = config["benchmark"]
+    boxes, selection = settings["boxes"], settings["selection"]
+    if (boxes["source"] or selection["truth"]) and not settings["ground_truth"]["source"]:
+        raise BoxConfigError("benchmark.boxes and benchmark.selection need the benchmark: set "
+                             "benchmark.ground_truth.source")
+    if boxes["source"] == "segmentations" and not config["input"]["segmentations"]:
+        raise BoxConfigError("benchmark.boxes.source is segmentations but input.segmentations is empty")
+    if boxes["source"] not in ("", "segmentations") and not boxes["path"]:
+        raise BoxConfigError(f"benchmark.boxes.source is {boxes['source']} but benchmark.boxes.path is empty")
+    if boxes["source"] and boxes["baselines"] and "knn" not in settings["baselines"]:
+        raise BoxConfigError("benchmark.boxes.baselines are built from the knn runs: add knn to "
+                             "benchmark.baselines (or set benchmark.boxes.baselines: [])")
+    if selection["truth"] and not selection["instances"] and not boxes["source"]:
+        from annobench.benchmark.selection_files import truth_format
+
+        if truth_format(selection["truth"]) == "csv":
+            raise BoxConfigError("benchmark.selection.truth is a descriptions CSV: give its box instances "
+                                 "(benchmark.selection.instances) or box ground truth (benchmark.boxes)")
+
+
+def boxes_job_settings(config: dict) -> dict:
+    """What the box truth depends on, files named by their state (size and time), never by path."""
+    from annobench.core.fingerprint import folder_state
+
+    boxes = config["benchmark"]["boxes"]
+    return {"source": boxes["source"], "path": folder_state(boxes["path"]) if boxes["path"] else "",
+            "segmentations": config["segmentations"] if boxes["source"] == "segmentations" else {}}
+
+
+def selection_job_settings(config: dict) -> dict:
+    from annobench.core.fingerprint import file_state
+
+    selection = config["benchmark"]["selection"]
+    return {**selection, "truth": file_state(selection["truth"]),
+            "instances": file_state(selection["instances"]) if selection["instances"] else ""}
+
+
+# -- reading the benchmark's images -------------------------------------------
+
+def split_ids(splits_path: str, split: str | None = None) -> list[str]:
+    """The benchmark's images (any split, or one), sorted."""
+    splits = pq.read_table(splits_path, columns=["image_id", "split"]).to_pandas()
+    chosen = splits["split"].notna() if split is None else splits["split"] == split
+    return sorted(splits.loc[chosen, "image_id"])
+
+
+def image_sizes(images_tables: list[str]) -> dict[str, tuple[int, int]]:
+    """image_id -> (width, height) of the original image after EXIF orientation (the images tables)."""
+    sizes = {}
+    for path in images_tables:
+        table = pq.read_table(path, columns=["image_id", "width", "height"]).to_pydict()
+        sizes.update(zip(table["image_id"], zip(table["width"], table["height"])))
+    return sizes
+
+
+# -- box ground truth ---------------------------------------------------------
+
+def build_box_truth(config: dict, images_tables: list[str], concepts_path: str, splits_path: str,
+                    segmentations: str, outputs: dict, log) -> list[dict]:
+    """The boxes and box rejects of the benchmark's images; returns the raw files read."""
+    from annobench.benchmark.boxes.truth import boxes_from_segmentations, read_box_truth, truth_form
+    from annobench.benchmark.ground_truth import read_concepts_table
+
+    boxes = config["benchmark"]["boxes"]
+    benchmark_ids = split_ids(splits_path)
+    sizes = image_sizes(images_tables)
+    images = ImageList(tuple(benchmark_ids), {i: sizes[i] for i in benchmark_ids})
+    vocabulary = [c.name for c in read_concepts_table(concepts_path)]
+    if boxes["source"] == "segmentations":
+        from annobench.regions.stage import KINDS, source_options
+
+        kind = config["segmentations"]["kind"]
+        truth = boxes_from_segmentations(KINDS[kind], segmentations, vocabulary, images,
+                                         wanted=images.__contains__, **source_options(config["segmentations"]))
+        raw = []
+    else:
+        form = truth_form(boxes["path"])
+        if form not in BOX_SOURCE_FORMS[boxes["source"]]:
+            raise BoxInputError(f"benchmark.boxes.path {boxes['path']} holds {form} box ground truth, not "
+                                f"{boxes['source']} (benchmark.boxes.source)")
+        truth = read_box_truth(boxes["path"], vocabulary, images)
+        raw = _box_source_files(boxes["path"])
+    if truth.boxes.empty:
+        raise BoxInputError(f"no box of the {boxes['source']} ground truth is on an image of the benchmark "
+                            f"({len(truth.rejects)} rejected; first: "
+                            f"{truth.rejects['reason'].iloc[0] if len(truth.rejects) else 'none'})")
+    params = {"source": boxes["source"], "images": len(benchmark_ids), "concepts": vocabulary}
+    write_table(truth.boxes_table(), outputs["boxes"], "boxes", params=params)
+    write_table(truth.rejects_table(), outputs["box_rejects"], "box_rejects", params=params)
+    log(f"{len(truth.boxes)} boxes on {truth.boxes['image_id'].nunique()} of {len(benchmark_ids)} benchmark "
+        f"images, {len(truth.rejects)} rejects rows")
+    return raw
+
+
+def _box_source_files(path: str) -> list[dict]:
+    root = Path(path)
+    if root.is_file():
+        return [raw_file(root, root.name, role="box_truth")]
+    return [raw_file(p, p.relative_to(root).as_posix(), role="box_truth")
+            for p in sorted(p for p in root.rglob("*") if p.is_file())]
+
+
+# -- box baselines --------------------------------------------------------------
+
+def whole_image_run(knn_run, sizes: dict[str, tuple[int, int]]) -> pd.DataFrame:
+    """One whole-image box per decided concept of each image of an image-level run, with its score."""
+    rows, columns = np.nonzero(knn_run.decisions)  # row-major: image order, then vocabulary order
+    image_ids = [knn_run.image_ids[r] for r in rows]
+    return pd.DataFrame({
+        "image_id": image_ids,
+        "concept": [knn_run.concepts[c] for c in columns],
+        "score": np.clip(knn_run.scores[rows, columns].astype(np.float64), 0.0, 1.0),
+        "xmin": np.zeros(len(rows), dtype=np.int32), "ymin": np.zeros(len(rows), dtype=np.int32),
+        "xmax": np.array([sizes[i][0] - 1 for i in image_ids], dtype=np.int32),
+        "ymax": np.array([sizes[i][1] - 1 for i in image_ids], dtype=np.int32),
+    }, columns=list(BOX_RUN_COLUMNS))
+
+
+def transfer_box(box: tuple[int, int, int, int], source: tuple[int, int], target: tuple[int, int]):
+    """An inclusive box of an image of size `source` (width, height) rescaled to size `target`.
+
+    Pixel columns xmin..xmax cover [xmin, xmax + 1) of the image's width; that
+    interval is scaled by target/source and the pixels it touches are the new
+    box, in exact integer arithmetic; the far side is kept within the target
+    as box truth is (at most its width, as VOC's pixels from 1 allow).
+    """
+    corners = []
+    for low, high, before, after in ((box[0], box[2], source[0], target[0]), (box[1], box[3], source[1], target[1])):
+        first = low * after // before
+        last = -(-(high + 1) * after // before) - 1
+        corners.append((first, min(max(last, first), after)))
+    (xmin, xmax), (ymin, ymax) = corners
+    return xmin, ymin, xmax, ymax
+
+
+def knn_transfer_run(test_ids: list[str], neighbours: list[list[str]], truth: pd.DataFrame,
+                     sizes: dict[str, tuple[int, int]], k: int) -> pd.DataFrame:
+    """The k nearest neighbours' truth boxes on each test image (module docstring)."""
+    by_image = {image_id: part for image_id, part in truth.sort_values(["image_id", "instance"], kind="stable")
+                .groupby("image_id", sort=False)}
+    rows = []
+    for image_id, row in zip(test_ids, neighbours):
+        used = row[:k]
+        for rank, neighbour in enumerate(used, 1):
+            boxes = by_image.get(neighbour)
+            if boxes is None:
+                continue
+            score = (len(used) - rank + 1) / len(used)
+            for concept, *corners in boxes[["concept", "xmin", "ymin", "xmax", "ymax"]].itertuples(index=False):
+                rows.append((image_id, concept, score,
+                             *transfer_box(tuple(map(int, corners)), sizes[neighbour], sizes[image_id])))
+    frame = pd.DataFrame(rows, columns=list(BOX_RUN_COLUMNS))
+    return frame.astype({c: np.int32 for c in ("xmin", "ymin", "xmax", "ymax")} | {"score": np.float64})
+
+
+def evaluate_box_run(name: str, truth: pd.DataFrame, run: pd.DataFrame, test_ids: list[str]) -> dict:
+    """The localisation measure at t = 0, 0.1, ..., 0.9 on the test images' truth."""
+    test_truth = truth[truth["image_id"].isin(set(test_ids))]
+    result = evaluate_boxes(test_truth, run, DEFAULT_THRESHOLDS, image_ids=test_ids)
+    return {"run": name, **result}
+
+
+def build_box_baselines(runs: dict[str, dict], settings: dict, inputs: dict, outputs: dict, log) -> None:
+    """Every box baseline run: written (Parquet and text) and evaluated."""
+    from annobench.benchmark.boxes.forms import write_box_run
+    from annobench.benchmark.ground_truth import read_concepts_table
+    from annobench.benchmark.runs.files import read_run
+    from annobench.benchmark.stage import read_neighbours
+
+    test_ids = split_ids(inputs["splits"], "test")
+    sizes = image_sizes(inputs["images"])
+    truth = pd.read_parquet(inputs["boxes"])
+    concepts = [c.name for c in read_concepts_table(inputs["concepts"])]
+    for name, spec in runs.items():
+        feature = spec["feature"]
+        if spec["kind"] == "whole_image":
+            run = whole_image_run(read_run(inputs[f"knn_run_{feature}"], concepts), sizes)
+        else:
+            neighbours, _ = read_neighbours(inputs[f"neighbours_{feature}"], test_ids)
+            run = knn_transfer_run(test_ids, neighbours, truth, sizes, settings["knn"]["neighbours"])
+        write_box_run(run, outputs[f"{name}_run"], "parquet")
+        write_box_run(run, outputs[f"{name}_run_text"], "text")
+        result = evaluate_box_run(name, truth, run, test_ids)
+        write_bytes_atomic(outputs[f"{name}_evaluation"], json_bytes(result))
+        log(f"{name}: {len(run)} boxes on {run['image_id'].nunique()} of {len(test_ids)} test images; "
+            f"MAP@0 {result['MAP']['0']:.4f}, MAP@0.5 {result['MAP']['0.5']:.4f}")
+
+
+# -- content selection ----------------------------------------------------------
+
+def read_selection_truth_for(selection: dict, boxes_path: str | None, test_ids: list[str]) -> SelectionTruth:
+    """The gold descriptions of the test images, with their instances from the instances CSV, the
+    Flickr30k Entities records, or (neither given) the boxes table: instance = the box's number."""
+    from annobench.benchmark.selection_files import (
+        read_description_csv,
+        read_selection_truth,
+        truth_format,
+    )
+
+    if selection["instances"] or truth_format(selection["truth"]) == "flickr30k_entities":
+        truth = read_selection_truth(selection["truth"], selection["instances"] or None)
+    else:
+        if not boxes_path:
+            raise SelectionError(f"{selection['truth']}: a descriptions CSV needs benchmark.selection.instances "
+                                 "or benchmark.boxes")
+        truth = read_description_csv(selection["truth"], instances_from_boxes(pd.read_parquet(boxes_path)))
+    tested = set(test_ids)
+    images = {i: image for i, image in truth.images.items() if i in tested}
+    if not images:
+        raise SelectionError(f"{selection['truth']}: none of its {len(truth.images)} described images is a test "
+                             f"image of the benchmark (e.g. {', '.join(sorted(truth.images)[:3])})")
+    return SelectionTruth(images, {**truth.notes, "described_images_not_in_test": len(truth.images) - len(images)})
+
+
+def instances_from_boxes(boxes: pd.DataFrame) -> dict:
+    """image_id -> instance number (as text) -> Box, from the boxes table."""
+    from annobench.benchmark.selection import Box
+
+    instances: dict[str, dict] = {}
+    for image_id, instance, xmin, ymin, xmax, ymax in boxes[
+            ["image_id", "instance", "xmin", "ymin", "xmax", "ymax"]].itertuples(index=False):
+        instances.setdefault(image_id, {})[str(instance)] = Box(int(xmin), int(ymin), int(xmax), int(ymax))
+    return instances
+
+
+def build_selection_baselines(selection: dict, inputs: dict, outputs: dict, log) -> None:
+    """Each selection baseline evaluated on the test images (and the random and largest runs written)."""
+    from annobench.benchmark import selection as measure
+
+    truth = read_selection_truth_for(selection, inputs.get("boxes"), split_ids(inputs["splits"], "test"))
+    k, seed = selection["k"], selection["seed"]
+    for name in selection["baselines"]:
+        if name == "human":
+            scores = measure.human_scores(truth)
+        else:
+            chosen = (measure.random_selection(truth, seed, k) if name == "random"
+                      else measure.largest_selection(truth, k))
+            _write_selection_run(chosen, outputs[f"{name}_run"])
+            scores = measure.run_scores(truth, chosen)
+        result = {"run": f"selection_{name}", **measure.summarise(scores), "truth": truth.summary(),
+                  "settings": {"k": k, "seed": seed} if name != "human" else {}}
+        write_bytes_atomic(outputs[f"{name}_evaluation"], json_bytes(result))
+        log(f"selection_{name}: {result['images']} images; P {result['P']['mean']:.4f}, R {result['R']['mean']:.4f}, "
+            f"F {result['F']['mean']:.4f}")
+
+
+def _write_selection_run(chosen: dict[str, frozenset], path: str) -> None:
+    """The run CSV image_id,instance (selection_files' run form), images and instances sorted."""
+    lines = ["image_id,instance"] + [f"{image_id},{instance}" for image_id in sorted(chosen)
+                                     for instance in sorted(chosen[image_id])]
+    write_bytes_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+# -- the rules' jobs ----------------------------------------------------------
+
+def boxes_job(job: Job) -> list[dict]:
+    """Rule benchmark_boxes. Returns the box ground-truth files read (none for segmentations)."""
+    segmentations = job.config["input"]["segmentations"]
+    return build_box_truth(job.config, job.input_list("images"), job.input("concepts"), job.input("splits"),
+                           segmentations, job.outputs, job.log)
+
+
+def box_baselines_job(job: Job) -> None:
+    """Rule box_baselines: every box baseline run, written and evaluated."""
+    build_box_baselines(job.params["runs"], job.config["benchmark"], job.inputs, job.outputs, job.log)
+
+
+def selection_baselines_job(job: Job) -> list[dict]:
+    """Rule selection_baselines. Returns the description (and instance) files read."""
+    selection = job.config["benchmark"]["selection"]
+    build_selection_baselines(selection, job.inputs, job.outputs, job.log)
+    files = [raw_file(selection["truth"], Path(selection["truth"]).name, role="selection_truth")]
+    if selection["instances"]:
+        files.append(raw_file(selection["instances"], Path(selection["instances"]).name, role="selection_instances"))
+    return files

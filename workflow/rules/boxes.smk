@@ -1,0 +1,90 @@
+# The 2015/2016 subtasks on the benchmark's images (SPEC 9): box ground truth, box baselines built
+# from the k-NN runs, content-selection baselines; their evaluations go on the leaderboard
+# (rule benchmark_report). Built when benchmark.boxes.source / benchmark.selection.truth are set.
+
+BOXES_ON = box_stage.boxes_enabled(config)
+
+
+def box_baseline_files(run):
+    """The three files of a box baseline run."""
+    return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
+            "evaluation": out(f"evaluations/{run}.json")}
+
+
+def selection_files(name):
+    """A selection baseline's evaluation, and its run unless it is the human upper bound."""
+    files = {"evaluation": out(f"evaluations/selection_{name}.json")}
+    if name != "human":
+        files["run"] = out(f"runs/selection_{name}.csv")
+    return files
+
+
+if BOXES_ON:
+
+    rule benchmark_boxes:
+        input:
+            images=expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+            concepts=BENCHMARK_TABLES["concepts"],
+            splits=BENCHMARK_TABLES["splits"],
+        output:
+            **BOX_TRUTH,
+        log:
+            out("logs/benchmark_boxes.log"),
+        params:
+            settings=box_stage.boxes_job_settings(config),
+            segmentations=SEGMENTATION_STATE if BENCHMARK["boxes"]["source"] == "segmentations" else "",
+            code=script_code("benchmark_boxes.py"),
+        resources:
+            mem_mb=1024 + INVENTORY.n_images // 100,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/benchmark_boxes.py"
+
+
+if BOX_RUNS:
+
+    rule box_baselines:
+        input:
+            images=expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+            concepts=BENCHMARK_TABLES["concepts"],
+            splits=BENCHMARK_TABLES["splits"],
+            boxes=BOX_TRUTH["boxes"],
+            **{f"knn_run_{f}": out(f"runs/knn_{f}.parquet") for f in sorted({r["feature"] for r in BOX_RUNS.values()})},
+            **{f"neighbours_{f}": out(f"work/neighbours/{f}.parquet")
+               for f in sorted({r["feature"] for r in BOX_RUNS.values()})},
+        output:
+            **{f"{run}_{what}": path for run in BOX_RUNS for what, path in box_baseline_files(run).items()},
+        log:
+            out("logs/box_baselines.log"),
+        params:
+            runs=BOX_RUNS,
+            settings={"knn": BENCHMARK["knn"]},
+            code=script_code("box_baselines.py"),
+        resources:
+            mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/box_baselines.py"
+
+
+if SELECTION_RUNS:
+
+    rule selection_baselines:
+        input:
+            splits=BENCHMARK_TABLES["splits"],
+            **({"boxes": BOX_TRUTH["boxes"]} if BOXES_ON else {}),
+        output:
+            **{f"{name}_{what}": path for name in SELECTION_RUNS for what, path in selection_files(name).items()},
+        log:
+            out("logs/selection_baselines.log"),
+        params:
+            settings=box_stage.selection_job_settings(config),
+            code=script_code("selection_baselines.py"),
+        resources:
+            mem_mb=1024 + INVENTORY.n_images // 100,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/selection_baselines.py"
