@@ -143,6 +143,7 @@ def test_run_boxes_capped_best_score_first(boxed_build, tmp_path):
     assert rects.titles[coarse] == ["coarse: coin 0.250"]
     text = page.read_text(encoding="utf-8")
     assert f"5 best-scored of {len(coins)} boxes drawn (cap 5)" in text
+    assert "<strong>coarse</strong>: 1 box</li>" in text
     assert f"border:2px solid {TRUTH_COLOUR}" in text and f"border:2px dashed {detector}" in text  # the legend
     assert 'class="box-run" stroke="' + detector + '" stroke-dasharray=' in text  # runs dashed, truth solid
 

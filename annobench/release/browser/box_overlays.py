@@ -99,12 +99,16 @@ def swatch(colour: str, dashed: bool) -> str:
     return f'<span class="sw" style="border:2px {style} {colour};background:none"></span>'
 
 
+def boxes_count(count: int) -> str:
+    return f"{count:,} box" if count == 1 else f"{count:,} boxes"
+
+
 def legend_html(truth: Rows, runs: list[tuple[str, Rows]], max_run_boxes: int) -> str:
-    items = [f"<li>{swatch(TRUTH_COLOUR, False)} truth: {truth.total:,} boxes"
+    items = [f"<li>{swatch(TRUTH_COLOUR, False)} truth: {boxes_count(truth.total)}"
              + (f" (first {len(truth.rows):,} drawn)" if truth.total > len(truth.rows) else "") + "</li>"]
     for k, (name, rows) in enumerate(runs):
-        drawn = (f"{rows.total:,} boxes" if rows.total <= len(rows.rows)
-                 else f"{len(rows.rows):,} best-scored of {rows.total:,} boxes drawn (cap {max_run_boxes:,})")
+        drawn = (boxes_count(rows.total) if rows.total <= len(rows.rows)
+                 else f"{len(rows.rows):,} best-scored of {boxes_count(rows.total)} drawn (cap {max_run_boxes:,})")
         items.append(f"<li>{swatch(run_colour(k), True)} run <strong>{esc(name)}</strong>: "
                      f"{drawn if rows.total else 'no boxes for this image'}</li>")
     return f'<ul class="legend">{"".join(items)}</ul>'
@@ -121,7 +125,7 @@ def box_list_html(truth: Rows, runs: list[tuple[str, Rows]]) -> str:
     if not rows:
         return ""
     opened = " open" if len(rows) <= BOX_LIST_OPEN else ""
-    return (f"<details{opened}><summary>{len(rows):,} boxes drawn</summary>"
+    return (f"<details{opened}><summary>{boxes_count(len(rows))} drawn</summary>"
             + html_table(["", "from", "#", "concept", "score", "box (original pixels)"], rows) + "</details>")
 
 
