@@ -317,3 +317,65 @@ def test_unspecified_licence():
                                                        "license_link": "https://example.org/terms"}
     assert croissant_license("") == croissant_license("other") == LICENSE_NOT_GIVEN
     assert croissant_license("mit") == "https://spdx.org/licenses/MIT.html"
+
+
+# ---------------------------------------------------------------- boxes (SPEC 9)
+
+VOC_TOY = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "boxes" / "voc_toyexample"
+
+
+@pytest.fixture
+def box_release(tmp_path) -> Path:
+    """The shared VOC toy example as a release: its cat boxes as the boxes (and box rejects) tables, its
+    detections as a box run with its evaluation, all written by the package's own commands."""
+    from annobench.benchmark.boxes.commands import boxes_main, evaluate_boxes_main
+    from annobench.benchmark.boxes.forms import read_box_run, write_box_run
+
+    if not VOC_TOY.is_dir():
+        pytest.skip(f"needs the real test data at {VOC_TOY}")
+    release = tmp_path / "release"
+    assert boxes_main(str(VOC_TOY / "gts_vocpascal_format"), str(release)) == 0
+    run = release / "runs" / "cat_detector.parquet"
+    write_box_run(read_box_run(VOC_TOY / "dets_classname_abs_xywh"), run, "parquet")
+    (release / "evaluations").mkdir()
+    assert evaluate_boxes_main(str(VOC_TOY / "gts_vocpascal_format"), str(run),
+                               str(release / "evaluations" / "cat_detector.json"), "0,0.5,0.75") == 0
+    return release
+
+
+def test_box_release_croissant_reads_back(box_release):
+    from annobench.release.croissant import BOX_SUMMARIES
+
+    pytest.importorskip("mlcroissant")
+    document = json.loads(write_croissant(box_release, SMALL_CONFIG).read_text(encoding="utf-8"))
+    record_sets = {node["@id"]: node for node in document["recordSet"]}
+    assert set(record_sets) == {"boxes", "box_rejects", "runs_cat_detector"}
+    for name, artefact in (("boxes", "boxes"), ("box_rejects", "box_rejects"), ("runs_cat_detector", "box_run")):
+        assert record_sets[name]["description"].startswith(BOX_SUMMARIES[artefact])
+    fields = {field["name"]: field for field in record_sets["boxes"]["field"]}
+    assert fields["xmax"]["dataType"] == "sc:Integer" and "inclusive" in fields["xmax"]["description"]
+    dataset = loaded_croissant(box_release / "croissant.json")
+    assert not dataset.metadata.ctx.issues.errors
+    files = {"boxes": sorted((box_release / "tables" / "boxes").glob("*.parquet")),
+             "box_rejects": sorted((box_release / "tables" / "box_rejects").glob("*.parquet")),
+             "runs_cat_detector": [box_release / "runs" / "cat_detector.parquet"]}
+    for name, paths in files.items():
+        assert_records_equal_parquet(dataset, record_sets[name], paths)
+
+
+def test_box_release_card(box_release, hf_offline):
+    card = dataset_card(box_release, SMALL_CONFIG)
+    front = front_matter(card)
+    assert "object-detection" in front["task_categories"]
+    assert [entry["config_name"] for entry in front["configs"]] == ["box_rejects", "boxes"]
+    assert "## Boxes" in card and "### Box runs" in card
+    evaluation = json.loads((box_release / "evaluations" / "cat_detector.json").read_text(encoding="utf-8"))
+    assert round(evaluation["MAP"]["0.5"], 4) == 0.8958  # the toy example's published cat AP (all points)
+    rows = pq.read_metadata(box_release / "runs" / "cat_detector.parquet").num_rows
+    assert (f"| `cat_detector` | `runs/cat_detector.parquet` | {rows} | {evaluation['MAP']['0']:.4f} | 0.8958 |"
+            in card)
+    assert "| `score` | `float64` |" in card  # the box run's columns, described
+    write_dataset_card(box_release, SMALL_CONFIG)
+    for table in release_tables(box_release):
+        loaded = load_table(hf_offline, box_release, table.name, table.rows)
+        assert_loaded_equals_parquet(hf_offline, loaded, table.files)

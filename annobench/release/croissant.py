@@ -2,7 +2,9 @@
 
 Every folder under `tables/` becomes a FileSet with one RecordSet whose fields
 read its Parquet columns; each Parquet file under `artefacts/` and `runs/` a
-FileObject (with its sha256) with one RecordSet; the stored images a FileSet
+FileObject (with its sha256) with one RecordSet (box ground truth, its rejects
+and box runs among them, SPEC 9, each with a line saying what it holds); the
+stored images a FileSet
 with a RecordSet of `image_id`, `path` and the image itself. Other released
 files (label maps, text runs, evaluations, exports, reports) are listed as
 FileSets or FileObjects without records. Nothing here needs mlcroissant: the
@@ -22,6 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annobench.benchmark.boxes.model import BOX_RUN_ARTEFACT
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.provenance import sha256_file
 
@@ -91,6 +94,15 @@ PARQUET_FILE_FOLDERS = ("artefacts", "runs")
 # Folders of other released files, listed as FileSets (one per file type) without records.
 OTHER_FILE_FOLDERS = ("evaluations", "exports", "reports", "runs", "segmentations")
 STORED_IMAGES = "resized"
+# What the box artefacts hold (SPEC 9), said once for Croissant and the dataset card: their
+# Parquet files carry column descriptions but no description of the whole table.
+BOX_SUMMARIES = {
+    "boxes": "box ground truth: one row per box instance, in inclusive integer pixel coordinates of "
+             "the original image after EXIF orientation (width = xmax - xmin + 1)",
+    "box_rejects": "boxes of the box ground truth left out, as read, each with the reason",
+    BOX_RUN_ARTEFACT: "a box run: one row per box in the run's order, with its concept, confidence "
+                      "and inclusive pixel corners in the original image",
+}
 
 
 @dataclass(frozen=True)
@@ -152,6 +164,12 @@ def parquet_file_tables(release_dir: Path) -> list[Table]:
         for folder in PARQUET_FILE_FOLDERS
         for path in sorted((release_dir / folder).glob("*.parquet"))
     ]
+
+
+def box_run_tables(release_dir: Path) -> list[Table]:
+    """The box runs among the Parquet files of runs/ (their metadata names artefact box_run)."""
+    return [table for table in parquet_file_tables(release_dir)
+            if table.name.startswith("runs_") and table.artefact == BOX_RUN_ARTEFACT]
 
 
 def stored_image_types(release_dir: Path) -> list[str]:
@@ -256,6 +274,8 @@ def table_summary(table: Table) -> str:
     metadata = file_metadata(table.schema)
     if metadata.get("annobench.description"):
         return metadata["annobench.description"]
+    if table.artefact in BOX_SUMMARIES:
+        return f"{BOX_SUMMARIES[table.artefact]}: " + ", ".join(table.schema.names)
     artefact = f"annobench artefact `{table.artefact}`" if table.artefact else "table"
     return f"{artefact}: " + ", ".join(table.schema.names)
 

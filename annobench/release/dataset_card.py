@@ -3,14 +3,17 @@
 YAML front matter with one `configs` entry per table (tables/NAME/*.parquet
 as a single split) and its `dataset_info` features, so `datasets` types the
 vector columns as fixed-length float32 lists; then a Markdown body on what
-the tables are, how to read them, the licence, citation and provenance.
-Tables are found as croissant.py finds them (every folder under tables/).
+the tables are, how to read them, the box ground truth and box runs when
+there are some, the licence, citation and provenance. Tables are found as
+croissant.py finds them (every folder under tables/); box runs (runs/*.parquet
+of artefact box_run) are described in their own section, not as configs.
 Written without `datasets` (not a dependency of the workflow); the tests
 load the card with it. Deterministic: same release, same bytes.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,6 +26,7 @@ from annobench.release.croissant import (
     ARROW_DTYPE_NAMES,
     STORED_IMAGES,
     Table,
+    box_run_tables,
     croissant_license,
     field_description,
     readable_type,
@@ -107,6 +111,8 @@ def task_metadata(release_dir: Path, tables: list[Table]) -> dict:
         ids.append("semantic-segmentation")
     if any(has_vectors(table) for table in tables):
         categories.append("image-feature-extraction")
+    if any(table.artefact == "boxes" for table in tables):
+        categories.append("object-detection")
     return {"task_categories": sorted(categories), "task_ids": sorted(ids)}
 
 
@@ -237,6 +243,45 @@ def folder_lines(release_dir: Path) -> list[str]:
     return lines
 
 
+# The overlap thresholds whose MAP the card shows: SPEC 9's headline pair.
+HEADLINE_THRESHOLDS = ("0", "0.5")
+
+
+def box_run_map(release_dir: Path, run: Table) -> dict:
+    """MAP by threshold key from the run's evaluation (evaluations/NAME.json), {} without one."""
+    path = release_dir / "evaluations" / f"{run.name.removeprefix('runs_')}.json"
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8")).get("MAP") or {}
+
+
+def map_cell(value) -> str:
+    return "–" if value is None or value != value else f"{value:.4f}"  # value != value: NaN
+
+
+def box_lines(release_dir: Path, tables: list[Table]) -> list[str]:
+    """What boxes are and how they are given; each box run with its size and headline MAP."""
+    lines = ["Boxes, in the `boxes` table and in box runs, are inclusive integer pixel coordinates",
+             "of the original image after EXIF orientation (width = xmax - xmin + 1). The",
+             "stored images are resized: scale a box by `resized_width / width` (rows by",
+             "`resized_height / height`) from `xmin` to `xmax + 1` to draw it on one."]
+    if any(table.artefact == "box_rejects" for table in tables):
+        lines += ["Boxes of the ground truth that were left out are in `box_rejects`, with the reason."]
+    runs = box_run_tables(release_dir)
+    if not runs:
+        return lines
+    maps = {run.name: box_run_map(release_dir, run) for run in runs}
+    lines += ["", "### Box runs", "",
+              "| run | file | boxes | " + " | ".join(f"MAP at IoU {t}" for t in HEADLINE_THRESHOLDS) + " |",
+              "| --- | --- | ---: | " + " | ".join("---:" for _ in HEADLINE_THRESHOLDS) + " |"]
+    lines += [f"| `{run.name.removeprefix('runs_')}` | `{run.pattern}` | {run.rows:,} | "
+              + " | ".join(map_cell(maps[run.name].get(t)) for t in HEADLINE_THRESHOLDS) + " |" for run in runs]
+    lines += ["", "MAP at IoU 0 counts a box as an image-level annotation; every threshold is in",
+              "`evaluations/RUN.json`. Each box run is a Croissant record set (`runs_RUN`) and reads as",
+              f'`pd.read_parquet("{runs[0].pattern}")`. Columns:', ""]
+    return lines + column_lines(runs[0])[4:-1]  # its table of columns
+
+
 def licence_lines(settings: dict) -> list[str]:
     value = settings["license"].strip()
     if not value or value.lower() in ("other", "unknown"):
@@ -296,6 +341,8 @@ def body(release_dir: Path, settings: dict, tables: list[Table]) -> list[str]:
     lines += ["## Columns", ""]
     for table in tables:
         lines += column_lines(table)
+    if any(table.artefact == "boxes" for table in tables) or box_run_tables(release_dir):
+        lines += ["## Boxes", ""] + box_lines(release_dir, tables) + [""]
     lines += ["## Licence", ""] + licence_lines(settings) + [""]
     lines += ["## Citation", ""] + citation_lines(settings) + [""]
     lines += ["## Provenance", ""] + provenance_lines()

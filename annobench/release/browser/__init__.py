@@ -1,12 +1,14 @@
 """The static release browser. Takes a build's tables, stored images,
-segmentations and baseline runs; gives `browse/`, a static site that opens
-from disk: an index of the collection's figures, a leaderboard, a paged grid
-of the images and one page per image. `writer` walks the build and writes
-the site (build_browser, browser_settings); `source` reads the build (its
-tables, the catalogue of images, each image shard's rows); `figures`
-collects the index's counts and frequencies; `index_pages` builds the
-index, the leaderboard and the grid; `image_pages` the page of each image;
-`overlays` colours the regions and draws them as PNGs; `charts` draws the
-SVG bar and column charts; `markup` escapes, templates and styles the HTML;
-`files` names the site's files, links them and writes them.
+segmentations, boxes, baseline runs and box runs; gives `browse/`, a static
+site that opens from disk: an index of the collection's figures, a
+leaderboard, a paged grid of the images and one page per image. `writer`
+walks the build and writes the site (build_browser, browser_settings);
+`source` reads the build (its tables, the catalogue of images, each image
+shard's rows); `figures` collects the index's counts and frequencies;
+`index_pages` builds the index, the leaderboard and the grid; `image_pages`
+the page of each image; `overlays` colours the regions and draws them as
+PNGs; `box_overlays` draws the truth and box-run boxes as inline SVG;
+`charts` draws the SVG bar and column charts; `markup` escapes, templates
+and styles the HTML; `files` names the site's files, links them and writes
+them.
 """

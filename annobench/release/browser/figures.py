@@ -47,15 +47,20 @@ def collect_counts(source: Source, catalogue: Catalogue, runs: list[str]) -> dic
     counts = {"images": len(catalogue)}
     for key, table in (("rejects", "rejects"), ("duplicates", "duplicates"), ("pages", "pages"),
                        ("regions", "regions"), ("spatial relations", "spatial_relations"),
-                       ("concepts", "concepts"), ("ground truth labels", "ground_truth")):
+                       ("concepts", "concepts"), ("ground truth labels", "ground_truth"), ("boxes", "boxes"),
+                       ("box rejects", "box_rejects")):
         if source.files(table):
             counts[key] = count_rows(source.files(table))
     for key, table in (("images with text terms", "text_terms"), ("images with pages", "image_urls"),
-                       ("images with regions", "regions"), ("images with ground truth", "ground_truth")):
+                       ("images with regions", "regions"), ("images with ground truth", "ground_truth"),
+                       ("images with boxes", "boxes")):
         if source.files(table):
             counts[key] = count_images(source.files(table))
     if runs:
         counts["baseline runs"] = len(runs)
+    box_runs = source.box_runs()
+    if box_runs:
+        counts["box runs"] = len(box_runs)
     return counts
 
 

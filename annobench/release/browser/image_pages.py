@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from annobench.core.layout import shard_name
+from annobench.release.browser.box_overlays import boxes_section_html
 from annobench.release.browser.files import (
     Site,
     grid_page_path,
@@ -29,6 +30,7 @@ RELATIONS_OPEN = 40          # more relation rows than this start folded
 MAX_REGIONS_SHOWN = 500      # legend rows of one segmentation
 MAX_DECIDED_SHOWN = 60       # predicted concepts of one run for one image
 MAX_TRUTH_SHOWN = 500        # ground truth concepts of one image
+MAX_TRUTH_BOXES_SHOWN = 500  # truth boxes of one image (run boxes: the max_run_boxes setting)
 
 
 @dataclass
@@ -46,9 +48,16 @@ class ShardData:
     duplicates: dict[str, Rows]
     runs: dict[str, dict[str, Rows]]
     pages: dict[str, dict]
+    boxes: dict[str, Rows]
+    box_runs: dict[str, dict[str, Rows]]
 
 
-def load_shard(per_image: PerImage, pages: pa.Table | None, shard: int) -> ShardData:
+# Box order: truth by instance; runs best score first, ties by concept then position (deterministic).
+BOX_ORDER = [("concept", "ascending"), ("ymin", "ascending"), ("xmin", "ascending"), ("ymax", "ascending"),
+             ("xmax", "ascending")]
+
+
+def load_shard(per_image: PerImage, pages: pa.Table | None, shard: int, max_run_boxes: int) -> ShardData:
     def grouped(key, order, cap=None):
         return group_by_image(per_image.read(key, shard), order, cap)
 
@@ -68,6 +77,9 @@ def load_shard(per_image: PerImage, pages: pa.Table | None, shard: int) -> Shard
         runs={name: grouped(f"run:{name}", [("score", "descending"), ("concept", "ascending")])
               for name in per_image.runs},
         pages=pages_of(pages, urls),
+        boxes=grouped("boxes", [("instance", "ascending")], MAX_TRUTH_BOXES_SHOWN),
+        box_runs={name: grouped(f"box_run:{name}", [("score", "descending"), *BOX_ORDER], max_run_boxes)
+                  for name in per_image.box_runs},
     )
 
 
@@ -249,6 +261,12 @@ def runs_html(view: ImageView, per_image: PerImage) -> str:
             + html_table(["run", "correct / decided", "decided concepts", "missed ground truth"], rows))
 
 
+def boxes_html(here: str, view: ImageView, per_image: PerImage, max_run_boxes: int) -> str:
+    runs = [(name, view.rows(view.data.box_runs[name])) for name in per_image.box_runs]
+    return boxes_section_html(view.row, stored_image_href(here, view.row["resized_path"] or ""),
+                              view.rows(view.data.boxes), runs, max_run_boxes)
+
+
 def image_nav(here: str, view: ImageView, catalogue: Catalogue) -> str:
     links = [f'<a href="{href(here, "index.html")}">index</a>',
              f'<a href="{href(here, grid_page_path(catalogue.page_of(view.position)))}">grid page '
@@ -277,9 +295,15 @@ def image_html(view: ImageView, context: "Context") -> str:
             parts.append(section("Regions", "<p>No regions.</p>", "regions"))
     if per_image.has("ground_truth") or per_image.has("splits"):
         parts.append(section("Ground truth", truth_html(view, per_image), "truth"))
+    if per_image.has("boxes") or per_image.box_runs:
+        parts.append(section("Boxes", boxes_html(here, view, per_image, max_run_boxes(context.settings)), "boxes"))
     if per_image.runs:
         parts.append(section("Baseline runs", runs_html(view, per_image), "runs"))
     return html_page(here, f"{view.image_id}: {context.settings['title']}", "\n".join(parts))
+
+
+def max_run_boxes(settings: dict) -> int:
+    return max(0, int(settings["max_run_boxes"]))
 
 
 @dataclass
@@ -296,7 +320,7 @@ class Context:
 def write_image_pages(context: Context, log: Log) -> None:
     shards = context.catalogue.shard_numbers()
     for number_done, shard in enumerate(shards, 1):
-        data = load_shard(context.per_image, context.pages, shard)
+        data = load_shard(context.per_image, context.pages, shard, max_run_boxes(context.settings))
         images = context.per_image.read("images", shard)
         rows = images.sort_by([("image_id", "ascending")]).to_pylist() if images is not None else []
         positions = context.catalogue.positions([r["image_id"] for r in rows])

@@ -16,6 +16,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from annobench.benchmark.boxes.model import BOX_RUN_ARTEFACT, BOX_RUN_COLUMNS
+from annobench.core.tables import META_ARTEFACT, read_metadata
 from annobench.release.browser.files import image_page_path
 
 RUN_COLUMNS = ("image_id", "concept", "score", "decision")
@@ -75,6 +77,11 @@ class Source:
         """Image-level baseline runs (region runs and other forms are left out)."""
         files = table_files(self.root / "runs")
         return {f.stem: f for f in files if set(RUN_COLUMNS) <= set(pq.read_schema(f).names)}
+
+    def box_runs(self) -> dict[str, Path]:
+        """Box runs (SPEC 9): the Parquet files of runs/ whose metadata names them so."""
+        files = table_files(self.root / "runs")
+        return {f.stem: f for f in files if read_metadata(f).get(META_ARTEFACT.decode()) == BOX_RUN_ARTEFACT}
 
     def table(self, table: str, columns: list[str] | None = None) -> pa.Table | None:
         return read_all(self.files(table), columns)
@@ -142,6 +149,7 @@ PER_IMAGE = {
     "ground_truth": ["image_id", "concept", "agreement", "derived"],
     "splits": ["image_id", "split"],
     "duplicates": ["image_id", "duplicate_of", "group_size"],
+    "boxes": ["image_id", "instance", "concept", "xmin", "ymin", "xmax", "ymax"],
 }
 
 
@@ -169,6 +177,10 @@ class PerImage:
         self.runs = sorted(runs)
         for name, path in sorted(runs.items()):
             self.add(f"run:{name}", [path], ["image_id", "concept", "score"], decided(pq.read_schema(path)), None)
+        box_runs = source.box_runs()
+        self.box_runs = sorted(box_runs)
+        for name, path in sorted(box_runs.items()):
+            self.add(f"box_run:{name}", [path], list(BOX_RUN_COLUMNS), None, None)
 
     def add(self, key: str, files: list[Path], columns, filters, shard_files) -> None:
         if shard_files:

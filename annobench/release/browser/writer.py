@@ -5,12 +5,13 @@ server, no network) to check a release by eye: the collection's figures
 (counts, label frequencies, regions per image, rejects, feature norms), a
 paged grid of the stored images, and one page per image with its text
 terms and the pages they came from, its regions drawn over the picture,
-its spatial relations, its ground truth and split, and what each baseline
-run predicted for it.
+its spatial relations, its ground truth and split, its truth boxes and the
+best-scored boxes of each box run drawn over the picture, and what each
+baseline run predicted for it.
 
 The site links the stored images where they are (`browse/` sits next to
 `resized/`, in the build folder and in the release), so it adds HTML and
-one small overlay PNG per segmentation, nothing more. Every page is bounded
+one small overlay PNG per segmentation (boxes are inline SVG), nothing more. Every page is bounded
 (caps on the rows a section shows), so no file grows with the collection.
 
 Memory stays bounded too: tables split by shard are read one shard at a
@@ -35,7 +36,7 @@ from annobench.release.browser.markup import STYLE
 from annobench.release.browser.overlays import Palette
 from annobench.release.browser.source import Catalogue, Log, PerImage, Source
 
-DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20}
+DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_boxes": 20}
 
 
 def browser_settings(config: dict) -> dict:
