@@ -327,7 +327,7 @@ def _selection_scores(args: argparse.Namespace, truth) -> tuple[dict, dict]:
 def _evaluate_captions(args: argparse.Namespace) -> int:
     from annobench.benchmark.captions.commands import evaluate_captions_main
 
-    return evaluate_captions_main(args.refs, args.run, args.human, args.tokenize, args.json)
+    return evaluate_captions_main(args.refs, args.run, args.human, args.tokenize, args.json, args.table)
 
 
 def _check_run(args: argparse.Namespace) -> int:
@@ -545,6 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     captions.add_argument("--tokenize", choices=["ptb", "none"], default="ptb",
                           help="ptb: pycocoevalcap's PTB tokenizer (Java); none: the text as written")
     captions.add_argument("--json", required=True, help="where to write the measures")
+    captions.add_argument("--table", default=None, metavar="DIR",
+                          help="also write the references as the captions table, DIR/tables/captions/all.parquet")
     captions.set_defaults(handler=_evaluate_captions)
 
     check_run = commands.add_parser(

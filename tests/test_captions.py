@@ -260,8 +260,12 @@ def test_command_writes_the_json(example, tmp_path):
                                     "references": 6}
     assert "Meteor 0.3442" in result.stdout
     human = tmp_path / "human.json"
-    result = run_cli("--refs", example / "refs.json", "--human", "--tokenize", "none", "--json", human)
+    result = run_cli("--refs", example / "refs.json", "--human", "--tokenize", "none", "--json", human,
+                     "--table", tmp_path / "out")
     assert result.returncode == 0, result.stderr
+    table = pq.read_table(tmp_path / "out" / "tables" / "captions" / "all.parquet").to_pylist()
+    assert [(row["image_id"], row["reference"]) for row in table] == [
+        (image_id, k) for image_id in ("image1", "image2") for k in (1, 2, 3)]
     scores = json.loads(human.read_text())
     assert scores["run"] == "human" and scores["cider"] is None and scores["settings"]["tokenize"] == "none"
     assert scores["images"] == 2 and scores["images_left_out"] == 0 and 0 < scores["meteor"]["mean"] < 1

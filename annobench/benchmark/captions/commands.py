@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from annobench.benchmark.captions.files import CaptionError, read_references, read_run
+from annobench.benchmark.captions.files import CaptionError, read_references, read_run, write_captions_table
 from annobench.benchmark.captions.measure import BLEU_KEYS, evaluate_run, human_bound
 from annobench.benchmark.captions.meteor import METEOR_COMMAND, require_tools
 from annobench.benchmark.stage import json_bytes
@@ -18,7 +18,8 @@ SECONDARY_KEYS = (*BLEU_KEYS, "rouge_l", "cider")
 
 
 def evaluate_captions_main(refs: str, run: str | None, human: bool, tokenize: str, json_path: str,
-                           out: TextIO | None = None, err: TextIO | None = None) -> int:
+                           table: str | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Score the run (or the human bound) into JSON; with `table`, also write the `captions` table there."""
     out, err = out or sys.stdout, err or sys.stderr
     if (run is None) == (not human):
         print("annobench: give exactly one of --run and --human", file=err)
@@ -38,6 +39,8 @@ def evaluate_captions_main(refs: str, run: str | None, human: bool, tokenize: st
     result["references"] = references.summary()
     result["settings"] = {"tokenize": tokenize, "std": "population", "meteor": METEOR_COMMAND}
     write_bytes_atomic(json_path, json_bytes(result))
+    if table is not None:
+        print(f"captions table: {write_captions_table(references, table)}", file=out)
     meteor = result["meteor"]
     print(f"{result['run']}: {result['images']} images, Meteor {meteor['mean']:.4f} ± {meteor['std']:.4f} "
           f"(median {meteor['median']:.4f}, corpus {meteor['corpus']:.4f}) -> {json_path}", file=out)

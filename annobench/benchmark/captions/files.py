@@ -29,7 +29,7 @@ import pyarrow as pa
 from annobench.core.tables import field, rows_to_table, write_table
 
 CSV_COLUMNS = ("image_id", "caption")
-CAPTIONS_TABLE = Path("tables") / "captions" / "all.parquet"
+CAPTIONS_TABLE = Path("tables/captions/all.parquet")
 
 CAPTIONS_SCHEMA = pa.schema(
     [
