@@ -8,4 +8,6 @@ truth it gives the `boxes` and `box_rejects` tables, box runs and the
 localisation measure of SPEC 9 (boxes); for content selection it takes box
 instances and the descriptions that mention them, and gives P, R and F of a
 run, of baselines and of the human upper bound (selection, selection_files).
+For captions it reads reference descriptions and caption runs and scores them
+with Meteor 1.5 and the human upper bound (captions).
 """
