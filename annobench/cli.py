@@ -325,6 +325,12 @@ def _selection_scores(args: argparse.Namespace, truth) -> tuple[dict, dict]:
     return run_scores(truth, selection), {"run": args.baseline, "settings": settings}
 
 
+def _evaluate_captions(args: argparse.Namespace) -> int:
+    from annobench.benchmark.captions.commands import evaluate_captions_main
+
+    return evaluate_captions_main(args.refs, args.run, args.human, args.tokenize, args.json, args.table)
+
+
 def _check_run(args: argparse.Namespace) -> int:
     from annobench.benchmark.runs.checker import check_run_main
 
@@ -526,6 +532,23 @@ def build_parser() -> argparse.ArgumentParser:
     selection.add_argument("--seed", type=int, default=None, help="seed of the random baseline (default 0)")
     selection.add_argument("--json", required=True, help="where to write P, R and F")
     selection.set_defaults(handler=_evaluate_selection)
+
+    captions = commands.add_parser(
+        "evaluate-captions", help="score a caption run (one sentence per image) against reference descriptions "
+                                  "with Meteor 1.5, or the human upper bound (needs the captions extra and Java)")
+    captions.add_argument("--refs", required=True,
+                          help="reference captions: CSV image_id,caption, COCO caption JSON or {image: [captions]}")
+    scored = captions.add_mutually_exclusive_group(required=True)
+    scored.add_argument("--run", default=None,
+                        help="CSV image_id,caption, COCO results JSON or {image: caption}: one caption per image")
+    scored.add_argument("--human", action="store_true",
+                        help="the human upper bound: each reference against the image's other references")
+    captions.add_argument("--tokenize", choices=["ptb", "none"], default="ptb",
+                          help="ptb: pycocoevalcap's PTB tokenizer (Java); none: the text as written")
+    captions.add_argument("--json", required=True, help="where to write the measures")
+    captions.add_argument("--table", default=None, metavar="DIR",
+                          help="also write the references as the captions table, DIR/tables/captions/all.parquet")
+    captions.set_defaults(handler=_evaluate_captions)
 
     check_run = commands.add_parser(
         "check-run", help="validate a run file like the official ImageCLEF checker (exit 2 and one line per problem)")

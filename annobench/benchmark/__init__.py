@@ -11,4 +11,6 @@ run, of baselines and of the human upper bound (selection, selection_files).
 In the workflow, box_stage builds the box truth, the box baselines (from
 the k-NN runs) and the selection baselines, and box_leaderboard their
 `box_leaderboard` and `selection_leaderboard` tables.
+For captions it reads reference descriptions and caption runs and scores them
+with Meteor 1.5 and the human upper bound (captions).
 """
