@@ -243,6 +243,8 @@ def _first_of_runs(order: np.ndarray, same: np.ndarray) -> np.ndarray:
 
 def _check_gaps(run: RankingRun, lines: np.ndarray, rows: np.ndarray, faults: _Faults) -> None:
     """Each query's distinct ranks must be 1..n: the first rank past a gap is named, once per query."""
+    if not len(rows):
+        return
     order = rows[np.lexsort((run.ranks[rows], run.query_codes[rows]))]
     queries, ranks = run.query_codes[order], run.ranks[order]
     distinct = np.r_[True, (queries[1:] != queries[:-1]) | (ranks[1:] != ranks[:-1])]
