@@ -131,6 +131,8 @@ def test_checker_header_encoding_and_empty_runs(tmp_path):
     assert check(tmp_path, "query,rank,image\nq,1,a\n") == [
         "1: the header must be query_id,rank,image_id, not 'query,rank,image'"]
     assert check(tmp_path, "query_id,rank,image_id\n") == ["0: the run ranks no query"]
+    assert check(tmp_path, "query_id,rank,image_id\nq,0,a\nq,1,b\nq,-2,c\n") == [  # parsed as integers
+        "2: rank '0' is not a positive integer", "4: rank '-2' is not a positive integer"]
     path = tmp_path / "bytes.csv"
     path.write_bytes(b"query_id,rank,image_id\nq,1,a\nq,2,\xff\nq,3,\"open\n")
     with pytest.raises(RunFormatError) as caught:

@@ -18,7 +18,6 @@ checked as usual.
 from __future__ import annotations
 
 import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Mapping, Sequence
@@ -97,9 +96,8 @@ def write_ranking_run(run: RankingRun, path: Path | str) -> None:
 def read_ranking_run(path: Path | str, queries: Collection[str] | None = None,
                      candidates: Collection[str] | None = None, limit: int = MAX_PROBLEMS) -> RankingRun:
     """The run, checked; RunFormatError listing every problem by line if there is any."""
-    data = Path(path).read_bytes()
     problems = Problems(limit)
-    rows, lines = _columns(data, problems)
+    rows, lines = _columns(Path(path), problems)
     run = _encode(rows)
     _check(run, rows["rank"], lines, problems, queries, candidates)
     problems.found.sort(key=lambda problem: problem.line)  # structural and vectorised problems, merged
@@ -107,34 +105,37 @@ def read_ranking_run(path: Path | str, queries: Collection[str] | None = None,
     return run
 
 
-def _columns(data: bytes, problems: Problems) -> tuple[dict[str, pa.Array], np.ndarray]:
-    """The three columns as strings, and the file line of each row."""
-    first, _, body = data.partition(b"\n")
-    header = first.rstrip(b"\r").removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
+def _columns(path: Path, problems: Problems) -> tuple[dict[str, pa.ChunkedArray], np.ndarray]:
+    """The three columns (ids as strings, ranks as integers when every rank is one), and the
+    file line of each row. pyarrow reads the file itself, so it is never whole in memory twice."""
+    with open(path, "rb") as handle:
+        first = handle.readline()
+    header = first.rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
     if next(csv.reader([header]), []) != list(HEADER):
         problems.add(1, f"the header must be {','.join(HEADER)}, not {quote(header)}")
     try:
         table = pa_csv.read_csv(
-            io.BytesIO(body), read_options=pa_csv.ReadOptions(column_names=list(HEADER)),
+            path, read_options=pa_csv.ReadOptions(column_names=list(HEADER), skip_rows=1),
             parse_options=pa_csv.ParseOptions(ignore_empty_lines=False),
-            convert_options=pa_csv.ConvertOptions(column_types={name: pa.string() for name in HEADER},
+            convert_options=pa_csv.ConvertOptions(column_types={"query_id": pa.string(), "rank": pa.int64(),
+                                                                "image_id": pa.string()},
                                                   strings_can_be_null=False, quoted_strings_can_be_null=False))
-    except pa.ArrowInvalid:
-        return _columns_line_by_line(body, problems)
-    columns = {name: table.column(name).combine_chunks() for name in HEADER}
+    except pa.ArrowInvalid:  # a line that does not parse, or a rank that is not an integer
+        return _columns_line_by_line(path.read_bytes().partition(b"\n")[2], problems)
+    columns = {name: table.column(name) for name in HEADER}
     return columns, np.arange(2, table.num_rows + 2, dtype=np.int64)
 
 
-def _columns_line_by_line(body: bytes, problems: Problems) -> tuple[dict[str, pa.Array], np.ndarray]:
-    """The slow path: each line parsed alone, those that do not parse named."""
+def _columns_line_by_line(body: bytes, problems: Problems) -> tuple[dict[str, pa.ChunkedArray], np.ndarray]:
+    """The slow path: each line (after the header) parsed alone, those that do not parse named."""
     values: list[list[str]] = [[], [], []]
     lines = []
-    for number, raw in enumerate(body.split(b"\n"), start=2):
-        raw = raw.removesuffix(b"\r")
-        if not raw and number - 2 == body.count(b"\n"):
-            break  # what follows the final newline
+    pieces = body.split(b"\n")
+    if pieces[-1] == b"":
+        pieces.pop()  # what follows the final newline
+    for number, raw in enumerate(pieces, start=2):
         try:
-            fields = next(csv.reader([raw.decode("utf-8")], strict=True), [])
+            fields = next(csv.reader([raw.removesuffix(b"\r").decode("utf-8")], strict=True), [])
         except UnicodeDecodeError as error:
             problems.add(number, f"not UTF-8 ({error.reason} at byte {error.start} of the line)")
             continue
@@ -147,20 +148,32 @@ def _columns_line_by_line(body: bytes, problems: Problems) -> tuple[dict[str, pa
         for column, value in zip(values, fields or ["", "", ""]):
             column.append(value)
         lines.append(number)
-    columns = {name: pa.array(column, type=pa.string()) for name, column in zip(HEADER, values)}
+    columns = {name: pa.chunked_array([column], type=pa.string()) for name, column in zip(HEADER, values)}
     return columns, np.asarray(lines, dtype=np.int64)
 
 
-def _encode(rows: dict[str, pa.Array]) -> RankingRun:
-    queries = pc.dictionary_encode(rows["query_id"])
-    images = pc.dictionary_encode(rows["image_id"])
-    valid = pc.match_substring_regex(rows["rank"], RANK).to_numpy(zero_copy_only=False)
-    ranks = np.zeros(len(valid), dtype=np.int64)
-    ranks[valid] = pc.cast(pc.filter(rows["rank"], valid), pa.int64()).to_numpy()
-    return RankingRun(
-        np.asarray(queries.dictionary.to_pylist(), dtype=object), queries.indices.to_numpy().astype(np.int32),
-        np.minimum(ranks, np.iinfo(np.int32).max).astype(np.int32),
-        np.asarray(images.dictionary.to_pylist(), dtype=object), images.indices.to_numpy().astype(np.int32))
+def _encode(rows: dict[str, pa.ChunkedArray]) -> RankingRun:
+    if pa.types.is_integer(rows["rank"].type):
+        ranks = np.maximum(rows["rank"].to_numpy(), 0)  # 0 and below: not a rank
+    else:
+        valid = pc.match_substring_regex(rows["rank"], RANK).to_numpy()
+        ranks = np.zeros(len(valid), dtype=np.int64)
+        ranks[valid] = pc.cast(pc.filter(rows["rank"], valid), pa.int64()).to_numpy()
+    query_ids, query_codes = _dictionary_codes(rows["query_id"])
+    image_ids, image_codes = _dictionary_codes(rows["image_id"])
+    return RankingRun(query_ids, query_codes, np.minimum(ranks, np.iinfo(np.int32).max).astype(np.int32),
+                      image_ids, image_codes)
+
+
+def _dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values in order of first appearance, and each row's code (chunks share one
+    dictionary, the last chunk's being complete)."""
+    encoded = pc.dictionary_encode(column)
+    if not encoded.num_chunks:
+        return np.array([], dtype=object), np.array([], dtype=np.int32)
+    dictionary = np.asarray(encoded.chunk(encoded.num_chunks - 1).dictionary.to_pylist(), dtype=object)
+    codes = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks]).astype(np.int32)
+    return dictionary, codes
 
 
 class _Faults:
@@ -185,16 +198,18 @@ class _Faults:
         problems.total += self.uncounted
 
 
-def _check(run: RankingRun, rank_text: pa.Array, lines: np.ndarray, problems: Problems,
+def _check(run: RankingRun, rank_text: pa.ChunkedArray, lines: np.ndarray, problems: Problems,
            queries: Collection[str] | None, candidates: Collection[str] | None) -> None:
     faults = _Faults(problems.limit)
     no_query, no_image = _codes_of_empty(run.query_ids, run.query_codes), _codes_of_empty(run.image_ids, run.image_codes)
-    blank = no_query & no_image & pc.equal(rank_text, "").to_numpy(zero_copy_only=False)
+    # Ranks read as integers leave no blank line (pyarrow would have refused an empty rank).
+    blank = (no_query & no_image & pc.equal(rank_text, "").to_numpy() if pa.types.is_string(rank_text.type)
+             else np.zeros(len(lines), dtype=bool))
     faults.add(lines[blank], lambda k: "blank line")
     for name, empty in (("query", no_query), ("image", no_image)):
         faults.add(lines[empty & ~blank], lambda k, name=name: f"empty {name} id")
     bad_rank = np.flatnonzero((run.ranks < 1) & ~blank)
-    faults.add(lines[bad_rank], lambda k: f"rank {quote(rank_text[int(bad_rank[k])].as_py())} is not a "
+    faults.add(lines[bad_rank], lambda k: f"rank {quote(str(rank_text[int(bad_rank[k])].as_py()))} is not a "
                                           "positive integer")
     over = np.flatnonzero(run.ranks > MAX_RANK)
     faults.add(lines[over], lambda k: f"rank {run.ranks[over[k]]} is over {MAX_RANK} (a run ranks at most "
@@ -219,19 +234,62 @@ def _codes_of_empty(ids: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def _check_rankings(run: RankingRun, lines: np.ndarray, rows: np.ndarray, faults: _Faults) -> None:
-    """Repeated ranks, repeated images and gaps, per query, among rows with a valid rank."""
-    for codes, what in ((run.ranks, "rank"), (run.image_codes, "image")):
-        order = rows[np.lexsort((lines[rows], codes[rows], run.query_codes[rows]))]
-        same = (run.query_codes[order[1:]] == run.query_codes[order[:-1]]) & (codes[order[1:]] == codes[order[:-1]])
-        later, first = order[1:][same], _first_of_runs(order, same)
-        if what == "rank":
-            message = (lambda k: f"rank {run.ranks[later[k]]} of query {quote(run.query_ids[run.query_codes[later[k]]])}"
-                                 f" repeats line {lines[first[k]]}")
-        else:
-            message = (lambda k: f"image {quote(run.image_ids[run.image_codes[later[k]]])} is ranked twice for query "
-                                 f"{quote(run.query_ids[run.query_codes[later[k]]])} (first at line {lines[first[k]]})")
-        faults.add(lines[later], message)
-    _check_gaps(run, lines, rows, faults)
+    """Repeated ranks, repeated images and gaps, per query, among rows with a usable rank.
+
+    Detected first on sorted integer keys (a run written query by query in rank order is
+    already sorted, and the query codes follow first appearance); only a run with such a
+    problem is sorted again, row by row, to name the lines."""
+    queries = run.query_codes[rows].astype(np.int64)
+    by_rank = queries * (MAX_RANK + 1) + run.ranks[rows]
+    if len(by_rank) > 1 and not (np.diff(by_rank) > 0).all():
+        by_rank = np.sort(by_rank)
+    repeated_ranks = bool((np.diff(by_rank) == 0).any())
+    if repeated_ranks:
+        _name_repeats(run, lines, rows, run.ranks, faults)
+    if repeated_ranks or _repeats_an_image(run, rows):
+        _name_repeats(run, lines, rows, run.image_codes, faults)
+    if repeated_ranks or _has_gaps(by_rank // (MAX_RANK + 1), by_rank % (MAX_RANK + 1)):
+        _check_gaps(run, lines, rows, faults)
+
+
+def _repeats_an_image(run: RankingRun, rows: np.ndarray) -> bool:
+    """Whether a query ranks an image twice, for rows whose (query, rank) pairs are distinct:
+    each query's images laid on a row of a (queries x 100) grid and sorted there, which is much
+    faster than sorting all the rows as one array."""
+    grid = np.full((len(run.query_ids), MAX_RANK), -1, dtype=np.int32)
+    grid[run.query_codes[rows], run.ranks[rows] - 1] = run.image_codes[rows]
+    grid.sort(axis=1)
+    return bool(((grid[:, 1:] == grid[:, :-1]) & (grid[:, 1:] >= 0)).any())
+
+
+def _has_gaps(queries: np.ndarray, ranks: np.ndarray) -> bool:
+    """Sorted distinct (query, rank) pairs: ranks run 1..n iff each query's last rank is its count."""
+    if not len(queries):
+        return False
+    ends = np.r_[np.flatnonzero(queries[1:] != queries[:-1]), len(queries) - 1]
+    return bool((ranks[ends] != np.diff(np.r_[-1, ends])).any())
+
+
+def _expected_ranks(sorted_queries: np.ndarray) -> np.ndarray:
+    """1, 2, ... within each run of equal query codes."""
+    if not len(sorted_queries):
+        return sorted_queries
+    new_query = np.r_[True, sorted_queries[1:] != sorted_queries[:-1]]
+    return np.arange(len(sorted_queries)) - np.flatnonzero(new_query)[np.cumsum(new_query) - 1] + 1
+
+
+def _name_repeats(run: RankingRun, lines: np.ndarray, rows: np.ndarray, codes: np.ndarray, faults: _Faults) -> None:
+    """Each row repeating the rank (or the image) of an earlier row of its query."""
+    order = rows[np.lexsort((lines[rows], codes[rows], run.query_codes[rows]))]
+    same = (run.query_codes[order[1:]] == run.query_codes[order[:-1]]) & (codes[order[1:]] == codes[order[:-1]])
+    later, first = order[1:][same], _first_of_runs(order, same)
+    if codes is run.ranks:
+        message = (lambda k: f"rank {run.ranks[later[k]]} of query {quote(run.query_ids[run.query_codes[later[k]]])}"
+                             f" repeats line {lines[first[k]]}")
+    else:
+        message = (lambda k: f"image {quote(run.image_ids[run.image_codes[later[k]]])} is ranked twice for query "
+                             f"{quote(run.query_ids[run.query_codes[later[k]]])} (first at line {lines[first[k]]})")
+    faults.add(lines[later], message)
 
 
 def _first_of_runs(order: np.ndarray, same: np.ndarray) -> np.ndarray:
@@ -249,8 +307,7 @@ def _check_gaps(run: RankingRun, lines: np.ndarray, rows: np.ndarray, faults: _F
     queries, ranks = run.query_codes[order], run.ranks[order]
     distinct = np.r_[True, (queries[1:] != queries[:-1]) | (ranks[1:] != ranks[:-1])]
     order, queries, ranks = order[distinct], queries[distinct], ranks[distinct]
-    new_query = np.r_[True, queries[1:] != queries[:-1]]
-    expected = np.arange(len(order)) - np.flatnonzero(new_query)[np.cumsum(new_query) - 1] + 1
+    expected = _expected_ranks(queries)
     wrong = np.flatnonzero(ranks != expected)
     _, first = np.unique(queries[wrong], return_index=True)  # rows are sorted by rank within a query
     past, missing = order[wrong[first]], expected[wrong[first]]
@@ -261,7 +318,8 @@ def _check_gaps(run: RankingRun, lines: np.ndarray, rows: np.ndarray, faults: _F
 
 def _check_known(ids: np.ndarray, codes: np.ndarray, lines: np.ndarray, known: Collection[str], faults: _Faults,
                  what: str, complaint: str) -> None:
-    unknown_codes = np.flatnonzero(~pd.Index(ids).isin(list(known)) & (ids != ""))
+    known = known if isinstance(known, (set, frozenset, dict)) else set(known)
+    unknown_codes = np.flatnonzero([bool(i) and i not in known for i in ids])
     if not len(unknown_codes):
         return
     offenders = np.flatnonzero(np.isin(codes, unknown_codes))
