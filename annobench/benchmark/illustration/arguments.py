@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-DEFAULT_SEED = 0
+DEFAULT_SEED = 0  # baselines.DEFAULT_SEED, not imported: it would load scipy for every command
 
 
 def _illustration(args: argparse.Namespace) -> int:
@@ -37,7 +37,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="a text_terms table (Parquet file or folder) to use as the images' text (default: "
                              "computed from the pages)")
     making.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the random baseline")
-    making.add_argument("--out", required=True, help="folder to write the queries, truth, runs and evaluations in")
+    making.add_argument("--out", required=True, help="folder to write tables/queries/all.parquet, truth.csv, the runs and their "
+                                                     "evaluations in")
     making.set_defaults(handler=_illustration)
 
     scoring = commands.add_parser(

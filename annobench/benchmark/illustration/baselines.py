@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from annobench.benchmark.illustration.runs import MAX_RANK, RankingRun
 from annobench.text.features import TextParams, terms_of
 
+DEFAULT_SEED = 0
 SCORES_PER_BLOCK = 20_000_000  # query x candidate scores held at once (160 MB of float64)
 
 

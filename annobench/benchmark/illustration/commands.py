@@ -13,8 +13,7 @@ from typing import TextIO
 
 import pandas as pd
 
-from annobench.benchmark.illustration.arguments import DEFAULT_SEED
-from annobench.benchmark.illustration.baselines import BaselineInputError, random_run, tfidf_run
+from annobench.benchmark.illustration.baselines import DEFAULT_SEED, BaselineInputError, random_run, tfidf_run
 from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, read_truth, write_truth
 from annobench.benchmark.illustration.queries import QUERIES_TABLE, make_queries, write_queries
 from annobench.benchmark.illustration.runs import RankingRun, read_ranking_run, write_ranking_run

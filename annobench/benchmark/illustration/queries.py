@@ -30,7 +30,7 @@ from bs4 import BeautifulSoup
 from annobench.core.tables import field, rows_to_table, write_table
 from annobench.sources.pages import PageLimits, PageRejected, decode_page, time_limit
 
-QUERIES_TABLE = Path("tables") / "queries" / "all.parquet"
+QUERIES_TABLE = Path("tables/queries/all.parquet")
 SAFE_IN_IDS = "/_.-~"
 REMOVED = ("script", "style")  # what the organisers removed before get_text()
 
