@@ -606,6 +606,10 @@ def build_parser() -> argparse.ArgumentParser:
     check_box_run.add_argument("run", help="the box run: text, CSV or Parquet form, or a folder of detections files")
     check_box_run.set_defaults(handler=_check_box_run)
 
+    from annobench.benchmark.illustration.arguments import add_commands as add_illustration_commands
+
+    add_illustration_commands(commands)
+
     label_stats = commands.add_parser(
         "label-stats", help="unique and novel label-set shares of a test set (Dutta et al., section 4)")
     label_stats.add_argument("--train", required=True, help="CSV image_id,concept of the training images")

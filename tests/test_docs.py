@@ -280,7 +280,7 @@ def tables_named_by_code() -> set[str]:
     names.update(f"bow_{kind}" for kind in bow)
     pattern = re.compile(r"""tables/([a-z0-9_]+)/|table_file\(\s*["']([a-z0-9_]+)["']""")
     for folder, glob in (("annobench", "*.py"), ("workflow/rules", "*.smk"), ("scripts", "*.py")):
-        for path in (REPO / folder).glob(glob):
+        for path in (REPO / folder).rglob(glob):  # sub-packages too (benchmark/illustration names tables/queries/)
             for match in pattern.finditer(path.read_text(encoding="utf-8")):
                 names.add(match.group(1) or match.group(2))
     return names

@@ -1,0 +1,12 @@
+"""Text illustration (SPEC 9, the 2016 teaser; seed 001 sections 2.5 and 3.5, Tables 5-6).
+
+Queries are documents (the text of a web page); each has exactly one
+ground-truth image, and a run ranks up to 100 candidate images per query,
+scored by R@k. Callers import each name from the module that defines it
+(this package re-exports nothing): ``queries`` (query documents from saved
+pages, the `queries` table), ``runs`` (ranking runs read, checked and
+written), ``measure`` (the truth file, R@k and chance), ``baselines``
+(random and tf-idf runs), ``commands`` (the bodies of `annobench
+illustration`, `evaluate-illustration` and `check-illustration-run`) and
+``arguments`` (their parsers).
+"""
