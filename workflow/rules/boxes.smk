@@ -5,20 +5,6 @@
 BOXES_ON = box_stage.boxes_enabled(config)
 
 
-def box_baseline_files(run):
-    """The three files of a box baseline run."""
-    return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
-            "evaluation": out(f"evaluations/{run}.json")}
-
-
-def selection_files(name):
-    """A selection baseline's evaluation, and its run unless it is the human upper bound."""
-    files = {"evaluation": out(f"evaluations/selection_{name}.json")}
-    if name != "human":
-        files["run"] = out(f"runs/selection_{name}.csv")
-    return files
-
-
 if BOXES_ON:
 
     rule benchmark_boxes:

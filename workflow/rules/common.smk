@@ -125,6 +125,20 @@ def baseline_files(run):
             "evaluation": out(f"evaluations/{run}.json"), "per_concept": out(f"tables/concept_results/{run}.parquet")}
 
 
+def box_baseline_files(run):
+    """The three files of a box baseline run."""
+    return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
+            "evaluation": out(f"evaluations/{run}.json")}
+
+
+def selection_files(name):
+    """A selection baseline's evaluation, and its run unless it is the human upper bound."""
+    files = {"evaluation": out(f"evaluations/selection_{name}.json")}
+    if name != "human":
+        files["run"] = out(f"runs/selection_{name}.csv")
+    return files
+
+
 def browse_settings():
     """The browser's settings: release.browse with the release's title."""
     return {**config["release"]["browse"], "title": config["release"]["title"]}
