@@ -6,6 +6,7 @@ says, every file's lineage is closed down to raw inputs that still have their ha
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import random
@@ -139,13 +140,21 @@ def _check_raw(path: str, sha256: str, checked: dict[str, str | None]) -> list[t
 
 # --- recompute ---------------------------------------------------------------------
 
-RECOMPUTABLE = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_bow", "text_shard",
-                "regions_shard")
+# Rule -> the job function its Snakemake script runs, imported by name only when a job is rebuilt.
+RECOMPUTE_JOBS = {
+    "ingest_shard": "annobench.images.ingest:ingest_shard_job",
+    "feature_colorhist": "annobench.visual.stage:feature_job",
+    "feature_getlf": "annobench.visual.stage:feature_job",
+    "feature_gist": "annobench.visual.stage:feature_job",
+    "feature_bow": "annobench.visual.bow_stage:bow_encode_job",
+    "text_shard": "annobench.text.stage:text_shard_job",
+    "regions_shard": "annobench.regions.stage:regions_shard_job",
+}
 
 
 def sample_jobs(entries: list[dict], count: int, seed: int = 0) -> list[str]:
     """The jobs --recompute rebuilds: a seeded sample of those whose outputs are released."""
-    jobs = sorted({e["job"] for e in entries if e["released"] and e["rule"] and e["rule"].startswith(RECOMPUTABLE)})
+    jobs = sorted({e["job"] for e in entries if e["released"] and e["rule"] in RECOMPUTE_JOBS})
     return sorted(random.Random(seed).sample(jobs, min(count, len(jobs))))
 
 
@@ -192,19 +201,10 @@ def recompute_job(release_dir: Path, info: dict, entry: dict, outputs: list[dict
 
 def job_function(rule: str):
     """The job function of a recomputable rule: the one its Snakemake script runs."""
-    from annobench.images.ingest import ingest_shard_job
-    from annobench.regions.stage import regions_shard_job
-    from annobench.text.stage import text_shard_job
-    from annobench.visual.bow_stage import bow_encode_job
-    from annobench.visual.stage import feature_job
-
-    jobs = {"ingest_shard": ingest_shard_job, "feature_bow": bow_encode_job, "text_shard": text_shard_job,
-            "regions_shard": regions_shard_job}
-    if rule in jobs:
-        return jobs[rule]
-    if rule.startswith("feature_"):
-        return feature_job
-    raise ValueError(f"rule {rule} cannot be recomputed from a release")
+    if rule not in RECOMPUTE_JOBS:
+        raise ValueError(f"rule {rule} cannot be recomputed from a release")
+    module, name = RECOMPUTE_JOBS[rule].split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 # --- a build folder ---------------------------------------------------------------
