@@ -16,6 +16,7 @@ from dataclasses import field as dataclass_field
 
 from annobench.benchmark.boxes.model import corners_from_xywh
 from annobench.benchmark.runs.problems import quote
+from annobench.benchmark.runs.text_form import BAD_SEPARATOR, describe_separator
 
 CSV_HEADER = "image_id,concept,score,xmin,ymin,xmax,ymax"
 # Scores, as the annotation runs write them: plain decimals, an exponent allowed.
@@ -23,7 +24,6 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 # WxH+X+Y, as X11 geometry writes it: the offsets carry their sign (a box may start left of the image).
 _GEOMETRY = re.compile(r"(?P<w>[^x]*)x(?P<h>[^+-]*)(?P<x>[+-][^+-]*)(?P<y>[+-][^+-]*)")
-_BAD_SEPARATOR = re.compile(r"^\s|\s\s|[^\S ]")
 
 
 @dataclass
@@ -86,9 +86,9 @@ def parse_text_line(raw: bytes, number: int) -> ParsedLine:
     if not text.strip():
         parsed.problems.append("blank line: every line names an image, a concept and its boxes")
         return parsed
-    separator = _BAD_SEPARATOR.search(text)
+    separator = BAD_SEPARATOR.search(text)
     if separator:
-        parsed.problems.append(f"fields must be separated by single spaces: {_describe_separator(separator)}")
+        parsed.problems.append(f"fields must be separated by single spaces: {describe_separator(separator)}")
     fields = text.split()
     parsed.image_id = fields[0]
     if len(fields) < 3:
@@ -106,16 +106,6 @@ def parse_text_line(raw: bytes, number: int) -> ParsedLine:
         else:
             parsed.boxes.append((position, *box))
     return parsed
-
-
-def _describe_separator(match: re.Match) -> str:
-    for offset, char in enumerate(match.group()):
-        if char != " ":
-            name = "a tab" if char == "\t" else f"whitespace U+{ord(char):04X}"
-            return f"{name} at column {match.start() + offset + 1}"
-    if match.start() == 0:
-        return "the line starts with a space"
-    return f"two spaces at column {match.start() + 1}"
 
 
 def _parse_box_token(token: str):

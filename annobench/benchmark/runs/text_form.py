@@ -37,7 +37,7 @@ _PAIR_WIDTH = 5 + SCORE_DECIMALS
 # apart field by field (which is what names the faulty field).
 _PLAIN_LINE = re.compile(r"\S+(?: (?:0(?:\.[0-9]*)?|1(?:\.0*)?|\.[0-9]+) [01])*")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_BAD_SEPARATOR = re.compile(r"^\s|\s\s|[^\S ]")
+BAD_SEPARATOR = re.compile(r"^\s|\s\s|[^\S ]")
 
 
 class _Record:
@@ -77,15 +77,15 @@ def _read_record(number: int, raw: bytes) -> _Record:
         return _Record(number, None, 0, notes, [])
     if readable and _PLAIN_LINE.fullmatch(text):
         return _Record(number, text.partition(" ")[0], text.count(" ") + 1, notes, [])
-    separator = _BAD_SEPARATOR.search(text)
+    separator = BAD_SEPARATOR.search(text)
     if separator:
-        notes.append(f"fields must be separated by single spaces: {_describe_separator(separator)}")
+        notes.append(f"fields must be separated by single spaces: {describe_separator(separator)}")
     fields = text.split()
     issues = _value_issues(fields) if readable else []
     return _Record(number, fields[0], len(fields), notes, issues)
 
 
-def _describe_separator(match: re.Match) -> str:
+def describe_separator(match: re.Match) -> str:
     for offset, char in enumerate(match.group()):
         if char != " ":
             name = "a tab" if char == "\t" else f"whitespace U+{ord(char):04X}"
