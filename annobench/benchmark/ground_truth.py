@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annobench.core.fsutil import atomic_path
+from annobench.core.fsutil import atomic_path, read_user_text
 from annobench.core.tables import field
 
 CONCEPTS_SCHEMA = pa.schema(
@@ -73,7 +73,7 @@ def read_vocabulary(path: Path | str) -> list[Concept]:
     """A CSV with header `concept[,keywords][,parent]` (keywords separated by `;`),
     or a plain text file with one concept a line. Order = run column order."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_user_text(path, GroundTruthError)
     first = text.splitlines()[0].strip().lower() if text.strip() else ""
     if first.split(",")[0] == "concept":
         concepts = [_concept_from_row(row, path, n) for n, row in enumerate(csv.DictReader(text.splitlines()), 2)]
@@ -141,7 +141,7 @@ def read_concepts_table(path: Path | str) -> list[Concept]:
 def read_truth_csv(path: Path | str) -> GroundTruth:
     """CSV with header `image_id,concept` (further columns ignored), one row per present concept."""
     path = Path(path)
-    rows = list(csv.DictReader(_read_text(path).splitlines()))
+    rows = list(csv.DictReader(read_user_text(path, GroundTruthError).splitlines()))
     if rows and not {"image_id", "concept"} <= set(rows[0]):
         raise GroundTruthError(f"{path}: needs the header image_id,concept")
     pairs = []
@@ -255,18 +255,9 @@ def _agreement_value(fields: list[str], path: Path, line: int) -> float:
 
 
 def _lines(path: Path):
-    for line, text in enumerate(_read_text(path).splitlines(), 1):
+    for line, text in enumerate(read_user_text(path, GroundTruthError).splitlines(), 1):
         if text.strip():
             yield line, text.split()
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise GroundTruthError(f"{path}: no such file") from None
-    except UnicodeDecodeError as error:
-        raise GroundTruthError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 # -- matrices and tables -----------------------------------------------------

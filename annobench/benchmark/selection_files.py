@@ -24,6 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from annobench.benchmark.selection import Box, ImageTruth, SelectionError, SelectionTruth
+from annobench.core.fsutil import read_user_text
 
 INSTANCE_COLUMNS = ("image_id", "instance")
 COORDINATE_COLUMNS = ("xmin", "ymin", "xmax", "ymax")
@@ -32,18 +33,9 @@ RUN_COLUMNS = ("image_id", "instance")
 TRUTH_FORMATS = ("csv", "flickr30k_entities")
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise SelectionError(f"{path}: no such file") from None
-    except UnicodeDecodeError as error:
-        raise SelectionError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-
-
 def truth_format(path: Path | str) -> str:
     """"flickr30k_entities" when the file holds a JSON list, else "csv"."""
-    return "flickr30k_entities" if _read_text(Path(path)).lstrip().startswith("[") else "csv"
+    return "flickr30k_entities" if read_user_text(path, SelectionError).lstrip().startswith("[") else "csv"
 
 
 def read_selection_truth(path: Path | str, instances: Path | str | None = None) -> SelectionTruth:
@@ -67,7 +59,7 @@ def _csv_table(path: Path, required: tuple[str, ...], optional: tuple[str, ...] 
     """(the optional columns the header has, an iterator of (line, {column: stripped value})
     over the data rows). A missing required column, a row of the wrong length or an empty
     required value is an error naming its line."""
-    reader = csv.reader(io.StringIO(_read_text(path)))
+    reader = csv.reader(io.StringIO(read_user_text(path, SelectionError)))
     header = [name.strip() for name in next(reader, [])]
     missing = [name for name in required if name not in header]
     if missing:
@@ -198,7 +190,7 @@ def read_flickr30k_entities(path: Path | str) -> SelectionTruth:
 
 def _json_records(path: Path) -> list:
     try:
-        records = json.loads(_read_text(path))
+        records = json.loads(read_user_text(path, SelectionError))
     except json.JSONDecodeError as error:
         raise SelectionError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
     if not isinstance(records, list):

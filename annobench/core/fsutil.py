@@ -1,4 +1,5 @@
-"""Atomic writes: no output is ever visible under its final name half-written."""
+"""Files: atomic writes (no output is ever visible under its final name half-written), and a user's
+text file read with an error that names it."""
 
 from __future__ import annotations
 
@@ -66,3 +67,17 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def read_user_text(path: Path | str, error: type[Exception]) -> str:
+    """A UTF-8 text file the user gave (a byte-order mark dropped); `error` names the file and what is
+    wrong with it when it is missing, a folder or not UTF-8."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a folder, not a file") from None
+    except UnicodeDecodeError as failure:
+        raise error(f"{path}: not UTF-8 text ({failure.reason} at byte {failure.start})") from None

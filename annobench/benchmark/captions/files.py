@@ -27,6 +27,7 @@ from typing import Iterator, Mapping
 import pyarrow as pa
 
 from annobench.core.tables import field, rows_to_table, write_table
+from annobench.core.fsutil import read_user_text
 
 CSV_COLUMNS = ("image_id", "caption")
 CAPTIONS_TABLE = Path("tables/captions/all.parquet")
@@ -77,17 +78,6 @@ class CaptionRun:
 
 
 # --- low-level reading ----------------------------------------------------------------
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise CaptionError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise CaptionError(f"{path}: is a folder, not a file") from None
-    except UnicodeDecodeError as error:
-        raise CaptionError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-
 
 def _load_json(path: Path, text: str):
     try:
@@ -145,7 +135,7 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, str, str]]:
 def read_references(path: Path | str) -> References:
     """Reference descriptions from a CSV, COCO caption JSON or an {image: [captions]} object."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_user_text(path, CaptionError)
     if not _is_json(text):
         rows = [(image_id, Reference(caption, f"csv:{path.name}:{line}"))
                 for image_id, caption, line in _csv_rows(path, text)]
@@ -217,7 +207,7 @@ def read_run(path: Path | str, references: References) -> CaptionRun:
     """One caption per image, every image one of the references'; a repeated or unknown image
     is an error naming its line (or record)."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_user_text(path, CaptionError)
     if not _is_json(text):
         return _run(((image_id, caption, line) for image_id, caption, line in _csv_rows(path, text)),
                     path, "csv", references)
