@@ -45,7 +45,7 @@ from annobench.benchmark.boxes.lines import (
 )
 from annobench.benchmark.boxes.model import COORDINATES, BoxInputError, outside_image
 from annobench.benchmark.image_list import ImageList, ImageListError, read_image_list
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunFormatError, RunProblem
+from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunProblem, check_main
 
 RUN_FORMS = ("text", "csv", "parquet", "detections", "coco_results")
 _FILE_SHIFT = 32  # a detections folder's problems sort by (file, line): key = file index << 32 | line
@@ -338,26 +338,14 @@ def check_box_run_main(run_path: PathArg, concepts_path: PathArg | None = None, 
     from annobench.benchmark.runs.concepts import read_concepts
 
     out = out or sys.stdout  # looked up at call time, so a redirected stdout is used
-    try:
+
+    def scan() -> tuple[list[RunProblem], str]:
         concepts = read_concepts(concepts_path) if concepts_path is not None else None
         images = read_image_list(images_path) if images_path is not None else None
-        problems, frame, lines = scan_box_run(run_path, concepts, images)
-    except RunFormatError as error:
-        for line in error.report_lines():
-            print(line, file=out)
-        return 2
-    except (BoxInputError, json.JSONDecodeError) as error:
-        print(f"{run_path}: {error}", file=out)
-        return 2
-    except ImageListError as error:
-        print(error, file=out)
-        return 2
-    except OSError as error:
-        print(f"{error.filename or run_path}: cannot read: {error.strerror or error}", file=out)
-        return 2
-    for problem in problems:
-        print(f"{run_path}:{problem.line}: {problem.message}", file=out)
-    if problems:
-        return 2
-    print(f"{run_path}: valid, {lines} lines, {len(frame)} boxes", file=out)
-    return 0
+        try:
+            problems, frame, lines = scan_box_run(run_path, concepts, images)
+        except (BoxInputError, json.JSONDecodeError) as error:  # the run as a whole: named by its path
+            raise BoxInputError(f"{run_path}: {error}") from None
+        return problems, f"{lines} lines, {len(frame)} boxes"
+
+    return check_main(run_path, scan, out, input_errors=(BoxInputError, ImageListError))

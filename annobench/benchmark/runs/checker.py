@@ -23,7 +23,7 @@ from annobench.benchmark.runs.concepts import (
     vocabulary_index,
 )
 from annobench.benchmark.runs.parquet_form import is_parquet, scan_parquet
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunFormatError, RunProblem
+from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunProblem, check_main
 from annobench.benchmark.runs.text_form import scan_text
 
 
@@ -68,25 +68,13 @@ def check_run_main(concepts_path: PathArg, run_path: PathArg, lists_path: PathAr
         print("annobench: give concept lists or test images, not both: concept lists name the images already",
               file=out)
         return 2
-    try:
+
+    def scan() -> tuple[list[RunProblem], str]:
         concepts = read_concepts(concepts_path)
         lists = load_lists(lists_path, concepts) if lists_path is not None else None
         if images_path is not None:
             lists = image_order_lists(list(read_image_list(images_path).ids), len(concepts))
         problems, n_lines, n_pairs = scan_run(run_path, concepts, lists, MAX_PROBLEMS)
-    except RunFormatError as error:
-        for line in error.report_lines():
-            print(line, file=out)
-        return 2
-    except ImageListError as error:
-        print(error, file=out)
-        return 2
-    except OSError as error:
-        print(f"{error.filename or run_path}: cannot read: {error.strerror or error}", file=out)
-        return 2
-    for problem in problems:
-        print(f"{run_path}:{problem.line}: {problem.message}", file=out)
-    if problems:
-        return 2
-    print(f"{run_path}: valid, {n_lines} lines, {n_pairs} pairs", file=out)
-    return 0
+        return problems, f"{n_lines} lines, {n_pairs} pairs"
+
+    return check_main(run_path, scan, out, input_errors=(ImageListError,))

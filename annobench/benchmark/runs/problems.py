@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from os import PathLike
-from typing import Sequence, Union
+from typing import Callable, Sequence, TextIO, Union
 
 MAX_PROBLEMS = 100
 
@@ -65,3 +65,28 @@ class Problems:
 def quote(token: str, width: int = 40) -> str:
     """The token as a message shows it: quoted, and cut short if long."""
     return repr(token if len(token) <= width else token[:width] + "...")
+
+
+def check_main(run_path: PathArg, scan: Callable[[], tuple[list[RunProblem], str]], out: TextIO,
+               input_errors: tuple[type[Exception], ...] = ()) -> int:
+    """The body of a run checker's command: `scan` gives the run's problems and, for a valid run, a
+    summary. One line per problem and 2, or `RUN: valid, SUMMARY` and 0; an unusable file (a
+    RunFormatError, an unreadable file, one of `input_errors`, whose message names its file) gives 2."""
+    try:
+        problems, summary = scan()
+    except RunFormatError as error:
+        for line in error.report_lines():
+            print(line, file=out)
+        return 2
+    except input_errors as error:
+        print(error, file=out)
+        return 2
+    except OSError as error:
+        print(f"{error.filename or run_path}: cannot read: {error.strerror or error}", file=out)
+        return 2
+    for problem in problems:
+        print(f"{run_path}:{problem.line}: {problem.message}", file=out)
+    if problems:
+        return 2
+    print(f"{run_path}: valid, {summary}", file=out)
+    return 0
