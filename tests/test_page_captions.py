@@ -109,6 +109,9 @@ def test_figure_and_table_captions_beat_class_names_and_never_take_the_image_its
     assert enclosing_caption(image["d"]) == ""  # the caption-class element holds the image: not its caption
     assert filename_words("/w/images/Eiffel_Tower_2011.jpg?x=1") == "Eiffel Tower 2011"
     assert filename_words("../img/0042.png") == ""
+    # MediaWiki serves an SVG rendered as PNG: both extensions go, not the word "svg".
+    assert filename_words("//upload.wikimedia.org/thumb/a/ab/Star_full.svg/20px-Star_full.svg.png") == "20px Star full"
+    assert filename_words("photo.v2.final.JPEG") == "photo v2 final"
 
 
 def test_page_captions_are_written_with_the_other_text_tables(tmp_path: Path):

@@ -31,6 +31,9 @@ from lxml import etree
 # Tokens that are words: letters only once edge punctuation is stripped ("Tower," is a word, "2011" is not).
 EDGE_PUNCTUATION = "\"'.,;:!?()[]{}<>«»“”‘’-–—/|"
 LETTERS = re.compile(r"^[^\W\d_]+(?:['’-][^\W\d_]+)*$")
+# Extensions an image's file name may end with, possibly several (MediaWiki renders `x.svg` as `x.svg.png`).
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".bmp", ".webp", ".svg", ".tif",
+                            ".tiff", ".ico", ".avif", ".jp2"})
 FILENAME_SEPARATORS = re.compile(r"[\W_]+")
 # What sites write when they have nothing to say about an image ...
 BOILERPLATE_WORDS = frozenset({
@@ -88,12 +91,15 @@ def _text_of(element: etree._Element) -> str:
 
 
 def filename_words(img_src: str) -> str:
-    """The words of an image's file name: `Eiffel_Tower_2011.jpg` -> `Eiffel Tower 2011`."""
+    """The words of an image's file name: `Eiffel_Tower_2011.jpg` -> `Eiffel Tower 2011`; every
+    trailing image extension goes (`Star_full.svg.png`, a rendered SVG, -> `Star full`)."""
     try:
         path = urlsplit(img_src.strip()).path
     except ValueError:
         return ""
-    stem = PurePosixPath(unquote(path)).stem
+    stem = PurePosixPath(unquote(path)).name
+    while PurePosixPath(stem).suffix.lower() in IMAGE_SUFFIXES:
+        stem = PurePosixPath(stem).stem
     text = " ".join(part for part in FILENAME_SEPARATORS.split(stem) if part)
     return text if any(char.isalpha() for char in text) else ""
 
