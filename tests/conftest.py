@@ -114,7 +114,19 @@ KIWIX = REAL / "pages" / "kiwix_wikipedia"
 MSRC_FEATURES = ["colorhist", "getlf", "gist", "bow_sift"]
 
 
-def demo_build_in(workdir: Path) -> Path:
+def caption_settings() -> dict:
+    """benchmark.captions of the shared builds: the harvested page captions as references where
+    Java runs the Meteor jar (tests of the caption outputs skip, saying why, elsewhere)."""
+    return {"references": "harvested"} if java_available() else {}
+
+
+def java_available() -> bool:
+    import shutil
+
+    return shutil.which("java") is not None
+
+
+def demo_build_in(workdir: Path, cores: int = 2) -> Path:
     """The demo, from a copy of its files (so tests may edit raw inputs), built into workdir/out."""
     import shutil
 
@@ -123,8 +135,9 @@ def demo_build_in(workdir: Path) -> Path:
     demo = workdir / "demo"
     shutil.copytree(REPO / "demo", demo)
     config = {"output": "out", **demo_sections(demo), "features": {"bow": {"words": 50, "iterations": 10}}}
+    config["benchmark"]["captions"] = caption_settings()
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
+    run_snakemake(workdir, "--cores", str(cores), "--configfile", str(workdir / "config.yaml"))
     return workdir / "out"
 
 
@@ -157,7 +170,8 @@ def msrc_kiwix_config(workdir: Path) -> Path:
         "segmentations": {"kind": "msrc"},
         "features": {"bow": {"kinds": ["sift"], "words": 50, "iterations": 10}},
         "benchmark": {"vocabulary": "", "ground_truth": {"source": "regions", "path": ""},
-                      "features": MSRC_FEATURES, "region_split": {"subset_sizes": [5, 10]}},
+                      "features": MSRC_FEATURES, "region_split": {"subset_sizes": [5, 10]},
+                      "captions": caption_settings(), "illustration": {"enabled": True}},
         "release": {"name": "msrc-v2-kiwix", "title": "MSRC-v2 photos on kiwix Wikipedia pages",
                     "description": "The MSRC-v2 photos with their segmentations, each on a real web page.",
                     "license": "other", "creators": ["annobench tests"]},

@@ -79,6 +79,9 @@ def neighbours_needed(config: dict, runs: dict[str, dict]) -> dict[str, int]:
         if run["feature"]:
             k = settings["knn"]["neighbours"] if run["kind"] == "knn" else settings["cooccurrence"]["neighbours"]
             wanted[run["feature"]] = max(wanted.get(run["feature"], 0), k)
+    if settings["captions"]["references"]:  # the caption baselines look at each feature's neighbours
+        for feature in settings["features"]:
+            wanted[feature] = max(wanted.get(feature, 0), settings["captions"]["neighbours"])
     return dict(sorted(wanted.items()))
 
 
@@ -409,13 +412,17 @@ def build_report(settings: BenchmarkSettings, evaluations: list[str], inputs: di
 
 
 def _subtask_sections(inputs: dict, outputs: dict) -> str:
-    """The localisation and content-selection leaderboards (tables and Markdown), when the build has
-    box or selection runs; nothing otherwise, so builds without them keep their bytes."""
+    """The localisation, content-selection, caption and illustration leaderboards (tables and
+    Markdown), when the build has such runs; nothing otherwise, so builds without them keep their bytes."""
     from annobench.benchmark import box_leaderboard as boards
+    from annobench.benchmark import caption_leaderboard as captions
 
     sections = ""
     for kind, frame, markdown in (("box", boards.box_leaderboard_frame, boards.box_markdown),
-                                  ("selection", boards.selection_leaderboard_frame, boards.selection_markdown)):
+                                  ("selection", boards.selection_leaderboard_frame, boards.selection_markdown),
+                                  ("caption", captions.caption_leaderboard_frame, captions.caption_markdown),
+                                  ("illustration", captions.illustration_leaderboard_frame,
+                                   captions.illustration_markdown)):
         paths = _paths(inputs.get(f"{kind}_evaluations", []))
         if not paths:
             continue

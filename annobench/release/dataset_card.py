@@ -282,6 +282,39 @@ def box_lines(release_dir: Path, tables: list[Table]) -> list[str]:
     return lines + column_lines(runs[0])[4:-1]  # its table of columns
 
 
+def leaderboard_rows(release_dir: Path, name: str) -> list[dict]:
+    path = release_dir / "tables" / name / "all.parquet"
+    return pq.read_table(path).to_pylist() if path.is_file() else []
+
+
+def description_lines(release_dir: Path, tables: list[Table]) -> list[str]:
+    """What the caption and illustration tables hold, with each run's headline figure (SPEC 9)."""
+    artefacts = {table.artefact for table in tables}
+    lines = []
+    if "captions" in artefacts:
+        lines += ["`captions` holds each image's reference descriptions (`source` says where each was read:",
+                  "a file, or `page_captions:PAGE:KIND` for a caption found in a page). Caption runs are",
+                  "`runs/caption_*.csv` (`image_id,caption`), scored by Meteor 1.5 against the references of",
+                  "the test images; `caption_scores` has each run's caption and Meteor per image.", ""]
+        rows = leaderboard_rows(release_dir, "caption_leaderboard")
+        if rows:
+            lines += ["| caption run | Meteor mean ± std | corpus | images |", "| --- | ---: | ---: | ---: |"]
+            lines += [f"| `{r['run']}` | {map_cell(r['meteor_mean'])} ± {map_cell(r['meteor_std'])} | "
+                      f"{map_cell(r['meteor_corpus'])} | {r['images']:,} |" for r in rows] + [""]
+    if "queries" in artefacts:
+        lines += ["`queries` holds the text-illustration queries: a page's text (BeautifulSoup `get_text()`",
+                  "without scripts and styles) whose answer is `image_id`, the image it shows",
+                  "(`exports/illustration_truth.csv` is the same truth as `evaluate-illustration` reads).",
+                  "Ranking runs are `runs/illustration_*.csv` (`query_id,rank,image_id`).", ""]
+        rows = leaderboard_rows(release_dir, "illustration_leaderboard")
+        if rows:
+            lines += ["| ranking run | R@1 | R@10 | R@100 | chance R@10 | queries |",
+                      "| --- | ---: | ---: | ---: | ---: | ---: |"]
+            lines += [f"| `{r['run']}` | {map_cell(r['R@1'])} | {map_cell(r['R@10'])} | {map_cell(r['R@100'])} | "
+                      f"{map_cell(r['chance R@10'])} | {r['queries']:,} |" for r in rows] + [""]
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def licence_lines(settings: dict) -> list[str]:
     value = settings["license"].strip()
     if not value or value.lower() in ("other", "unknown"):
@@ -343,6 +376,8 @@ def body(release_dir: Path, settings: dict, tables: list[Table]) -> list[str]:
         lines += column_lines(table)
     if any(table.artefact == "boxes" for table in tables) or box_run_tables(release_dir):
         lines += ["## Boxes", ""] + box_lines(release_dir, tables) + [""]
+    if {"captions", "queries"} & {table.artefact for table in tables}:
+        lines += ["## Descriptions and text illustration", ""] + description_lines(release_dir, tables) + [""]
     lines += ["## Licence", ""] + licence_lines(settings) + [""]
     lines += ["## Citation", ""] + citation_lines(settings) + [""]
     lines += ["## Provenance", ""] + provenance_lines()

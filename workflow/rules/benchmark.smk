@@ -3,6 +3,8 @@
 
 from annobench.benchmark import box_stage
 from annobench.benchmark import stage as benchmark_stage
+from annobench.benchmark.captions import stage as caption_stage
+from annobench.benchmark.illustration import stage as illustration_stage
 
 BENCHMARK = config["benchmark"]
 BENCHMARK_ON = benchmark_stage.enabled(config)
@@ -29,6 +31,13 @@ except (box_stage.BoxConfigError, ValueError) as error:
 BOX_RUNS = box_stage.box_baseline_runs(config)
 SELECTION_RUNS = box_stage.selection_runs(config)
 BOX_TRUTH = {"boxes": out("tables/boxes/all.parquet"), "box_rejects": out("tables/box_rejects/all.parquet")}
+# Captions and text illustration (rules in captions.smk), on the leaderboard too.
+try:
+    illustration_stage.check_config(config)
+except illustration_stage.IllustrationConfigError as error:
+    raise WorkflowError(str(error))
+CAPTION_RUNS = caption_stage.caption_runs(config)
+ILLUSTRATION_RUNS = illustration_stage.illustration_runs(config)
 
 
 
@@ -119,11 +128,23 @@ rule benchmark_report:
         evaluations=expand(out("evaluations/{run}.json"), run=sorted(BASELINES)),
         box_evaluations=expand(out("evaluations/{run}.json"), run=sorted(BOX_RUNS)),
         selection_evaluations=expand(out("evaluations/selection_{run}.json"), run=SELECTION_RUNS),
+        caption_evaluations=expand(out("evaluations/{run}.json"), run=[*sorted(CAPTION_RUNS), "caption_human"])
+        if CAPTION_RUNS
+        else [],
+        illustration_evaluations=expand(out("evaluations/illustration_{run}.json"), run=ILLUSTRATION_RUNS)
+        if BENCHMARK_ON
+        else [],
     output:
         leaderboard=out("reports/leaderboard.md"),
         leaderboard_table=out("tables/leaderboard/all.parquet"),
         **({"box_leaderboard": out("tables/box_leaderboard/all.parquet")} if BOX_RUNS else {}),
         **({"selection_leaderboard": out("tables/selection_leaderboard/all.parquet")} if SELECTION_RUNS else {}),
+        **({"caption_leaderboard": out("tables/caption_leaderboard/all.parquet")} if CAPTION_RUNS else {}),
+        **(
+            {"illustration_leaderboard": out("tables/illustration_leaderboard/all.parquet")}
+            if ILLUSTRATION_RUNS and BENCHMARK_ON
+            else {}
+        ),
         figure=out("reports/label_frequencies.png"),
         diagnostics=out("reports/benchmark_diagnostics.json"),
         overlap_table=out("tables/visual_overlap/all.parquet"),
@@ -131,7 +152,9 @@ rule benchmark_report:
         out("logs/benchmark_report.log"),
     params:
         settings={key: BENCHMARK[key] for key in ("k", "overlap")},
-        code=script_code("benchmark_report.py", "annobench.benchmark.box_leaderboard"),
+        code=script_code(
+            "benchmark_report.py", "annobench.benchmark.box_leaderboard", "annobench.benchmark.caption_leaderboard"
+        ),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,
     conda:
@@ -167,3 +190,5 @@ rule benchmark_all:
         rules.benchmark_report.output if BENCHMARK_ON else [],
         rules.region_benchmark.output if BENCHMARK_ON and REGIONS_ON else [],
         list(BOX_TRUTH.values()) if box_stage.boxes_enabled(config) else [],
+        out("tables/caption_scores/all.parquet") if CAPTION_RUNS else [],
+        expand(out("evaluations/illustration_{run}.json"), run=ILLUSTRATION_RUNS),

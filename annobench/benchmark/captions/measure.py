@@ -52,14 +52,26 @@ def run_hypotheses(references: References, run: CaptionRun, method: str) -> dict
 
 def evaluate_run(references: References, run: CaptionRun, method: str = "ptb") -> dict:
     """Meteor statistics and the secondary measures of a run, with `images_not_in_run`."""
+    return score_runs(references, {run.path: run}, method)[run.path][0]
+
+
+def score_runs(references: References, runs: Mapping[str, CaptionRun],
+               method: str = "ptb") -> dict[str, tuple[dict, dict[str, float]]]:
+    """Each run's evaluate_run result and each image's Meteor (0 where the run has no caption); the
+    references are tokenised once and one Meteor process scores every run."""
     refs = tokenized_references(references, method)
-    hypotheses = run_hypotheses(references, run, method)
     image_ids = list(refs)
+    scored = {}
     with MeteorProcess() as meteor:
-        corpus, scores = meteor.score([(hypotheses[image_id], refs[image_id]) for image_id in image_ids])
-    per_image = [score if image_id in run.captions else 0.0 for image_id, score in zip(image_ids, scores)]
-    return {"meteor": statistics(per_image, corpus), **secondary_measures(refs, hypotheses),
-            "images": len(image_ids), "images_not_in_run": sum(i not in run.captions for i in image_ids)}
+        for name, run in runs.items():
+            hypotheses = run_hypotheses(references, run, method)
+            corpus, scores = meteor.score([(hypotheses[image_id], refs[image_id]) for image_id in image_ids])
+            per_image = {image_id: score if image_id in run.captions else 0.0
+                         for image_id, score in zip(image_ids, scores)}
+            result = {"meteor": statistics(list(per_image.values()), corpus), **secondary_measures(refs, hypotheses),
+                      "images": len(image_ids), "images_not_in_run": sum(i not in run.captions for i in image_ids)}
+            scored[name] = (result, per_image)
+    return scored
 
 
 def secondary_measures(refs: Mapping[str, list[str]], hypotheses: Mapping[str, str]) -> dict:

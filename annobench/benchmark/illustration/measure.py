@@ -16,6 +16,7 @@ ranks take well under a second once the run is read.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -25,6 +26,7 @@ import pandas as pd
 
 from annobench.benchmark.illustration.runs import RankingRun
 from annobench.benchmark.runs.problems import MAX_PROBLEMS, Problems, quote
+from annobench.core.fsutil import write_bytes_atomic
 
 KS = (1, 5, 10, 25, 50, 75, 100)
 TRUTH_HEADER = ("query_id", "image_id")
@@ -70,10 +72,12 @@ def read_truth(path: Path | str, limit: int = MAX_PROBLEMS) -> IllustrationTruth
 
 
 def write_truth(truth: Mapping[str, str], path: Path | str) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(TRUTH_HEADER)
-        writer.writerows(truth.items())
+    """Atomically: an interrupted write leaves no truncated truth."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(TRUTH_HEADER)
+    writer.writerows(truth.items())
+    write_bytes_atomic(path, buffer.getvalue().encode("utf-8"))
 
 
 def truth_ranks(truth: IllustrationTruth, run: RankingRun) -> np.ndarray:

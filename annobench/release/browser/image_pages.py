@@ -1,6 +1,8 @@
 """One page per image: its stored picture and facts, text terms and the
 pages they came from, regions drawn over it, spatial relations, ground truth
-and split, and what each baseline run predicted; written shard by shard."""
+and split, what each baseline run predicted, and its descriptions (references,
+captions found in its pages, each caption run's sentence with its Meteor);
+written shard by shard."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pyarrow.compute as pc
 
 from annobench.core.layout import shard_name
 from annobench.release.browser.box_overlays import boxes_section_html
+from annobench.release.browser.caption_section import CAPTION_TABLES, captions_html
 from annobench.release.browser.files import (
     Site,
     grid_page_path,
@@ -50,6 +53,7 @@ class ShardData:
     pages: dict[str, dict]
     boxes: dict[str, Rows]
     box_runs: dict[str, dict[str, Rows]]
+    captions: dict[str, dict[str, Rows]]  # table -> image -> rows (CAPTION_TABLES)
 
 
 # Box order: truth by instance; runs best score first, ties by concept then position (deterministic).
@@ -80,6 +84,7 @@ def load_shard(per_image: PerImage, pages: pa.Table | None, shard: int, max_run_
         boxes=grouped("boxes", [("instance", "ascending")], MAX_TRUTH_BOXES_SHOWN),
         box_runs={name: grouped(f"box_run:{name}", [("score", "descending"), *BOX_ORDER], max_run_boxes)
                   for name in per_image.box_runs},
+        captions={table: grouped(table, order, cap) for table, (order, cap) in CAPTION_TABLES.items()},
     )
 
 
@@ -299,6 +304,8 @@ def image_html(view: ImageView, context: "Context") -> str:
         parts.append(section("Boxes", boxes_html(here, view, per_image, max_run_boxes(context.settings)), "boxes"))
     if per_image.runs:
         parts.append(section("Baseline runs", runs_html(view, per_image), "runs"))
+    if any(per_image.has(table) for table in CAPTION_TABLES):
+        parts.append(section("Descriptions", captions_html(view.data.captions, view.image_id), "captions"))
     return html_page(here, f"{view.image_id}: {context.settings['title']}", "\n".join(parts))
 
 

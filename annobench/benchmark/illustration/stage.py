@@ -1,0 +1,118 @@
+"""The text-illustration part of the benchmark stage (SPEC 9, the 2016 teaser): rule illustration.
+
+One job makes the query documents from the saved pages of the chosen images
+(benchmark.illustration.images: the benchmark's test split, or every
+ingested image with a page), one query per (page, image) pair with that
+image as its truth; the candidates are the queries' images. It writes the
+`queries` table (which is the truth), the `query_rejects` table (pairs that
+gave no query, with why), the truth as the CSV `evaluate-illustration`
+reads, and each baseline's ranking run with its R@k evaluation. The tf-idf
+baseline ranks by the images' near-image text terms (the text stage's
+`text_terms`), the random one by benchmark.illustration.seed. Queries and
+candidates are in id order, so the outputs do not depend on the cores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from annobench.benchmark.box_stage import split_ids
+from annobench.benchmark.illustration.baselines import random_run, tfidf_run
+from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, write_truth
+from annobench.benchmark.illustration.queries import QuerySet, make_queries
+from annobench.benchmark.illustration.runs import RankingRun, write_ranking_run
+from annobench.benchmark.stage import json_bytes
+from annobench.core.fsutil import write_bytes_atomic
+from annobench.core.jobs import Job
+from annobench.core.tables import field, rows_to_table, write_table
+from annobench.sources.pages import PageLimits
+from annobench.text.features import TextParams
+from annobench.text.stage import FolderPages, read_mapping
+
+QUERY_REJECTS_SCHEMA = pa.schema([
+    field("page_id", pa.string(), "the page"),
+    field("image_id", pa.string(), "an image it shows"),
+    field("reason", pa.string(), "why the pair gave no query"),
+])
+
+
+class IllustrationConfigError(ValueError):
+    """A benchmark.illustration setting this build cannot follow."""
+
+
+# -- planning (called from the Snakefile) ----------------------------------
+
+def illustration_runs(config: dict) -> list[str]:
+    settings = config["benchmark"]["illustration"]
+    return list(settings["baselines"]) if settings["enabled"] else []
+
+
+def check_config(config: dict) -> None:
+    settings, inputs = config["benchmark"]["illustration"], config["input"]
+    if not settings["enabled"]:
+        return
+    if inputs["warc"] or not (inputs["pages"] and inputs["page_map"]):
+        raise IllustrationConfigError("benchmark.illustration reads saved pages: it needs input.pages and "
+                                      "input.page_map (web archives are not read for it)")
+    if settings["images"] == "test" and not config["benchmark"]["ground_truth"]["source"]:
+        raise IllustrationConfigError("benchmark.illustration.images: test needs the benchmark's split: set "
+                                      "benchmark.ground_truth.source, or use images: all")
+
+
+# -- the job -------------------------------------------------------------------
+
+def chosen_images(job: Job) -> set[str]:
+    """The ingested images, or the benchmark's test images among them."""
+    ingested = {i for path in job.input_list("images") for i in pq.read_table(path, columns=["image_id"])
+                .column("image_id").to_pylist()}
+    if job.config["benchmark"]["illustration"]["images"] == "test":
+        return ingested & set(split_ids(job.input("splits"), "test"))
+    return ingested
+
+
+def image_terms(paths: list[str], candidates: set[str]) -> pd.DataFrame:
+    frames = [pd.read_parquet(path, columns=["image_id", "term", "score"]) for path in sorted(paths)]
+    terms = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["image_id", "term", "score"])
+    return terms[terms["image_id"].isin(candidates)].reset_index(drop=True)
+
+
+def baseline_run(name: str, queries: QuerySet, candidates: list[str], terms: pd.DataFrame, job: Job) -> RankingRun:
+    truth = queries.truth()
+    if name == "random":
+        return random_run(list(truth), candidates, job.config["benchmark"]["illustration"]["seed"])
+    return tfidf_run({q.query_id: q.text for q in queries.queries}, terms, candidates,
+                     TextParams.from_config(job.config["text"]))
+
+
+def illustration_job(job: Job) -> list[dict]:
+    """Rule illustration: queries, truth, baseline runs and their R@k. Returns the pages read."""
+    images = chosen_images(job)
+    pages_dir = Path(job.config["input"]["pages"])
+    rows = [(r.image_id, r.page_id, r.img_src) for r in read_mapping(job.config["input"]["page_map"])
+            if r.image_id in images]
+    queries = make_queries(rows, pages_dir, PageLimits.from_config(job.config["text"]))
+    if not queries.queries:
+        raise IllustrationConfigError(f"no query could be made: {len(rows)} page/image pairs of "
+                                      f"{len(images)} images, {len(queries.rejects)} rejected")
+    candidates = sorted({q.image_id for q in queries.queries})
+    terms = image_terms(job.input_list("text_terms"), set(candidates))
+    truth = IllustrationTruth.from_mapping(queries.truth())
+    params = {"images": job.config["benchmark"]["illustration"]["images"], "extraction": "bs4 get_text, lxml"}
+    write_table(queries.table(), job.output("queries"), "queries", params=params)
+    rejects = [{"page_id": p, "image_id": i, "reason": r} for p, i, r in queries.rejects]
+    write_table(rows_to_table(rejects, QUERY_REJECTS_SCHEMA), job.output("query_rejects"), "query_rejects",
+                params=params)
+    write_truth(queries.truth(), job.output("truth"))
+    for name in illustration_runs(job.config):
+        run = baseline_run(name, queries, candidates, terms, job)
+        write_ranking_run(run, job.output(f"{name}_run"))
+        result = {**evaluation(truth, run, len(candidates)), "run": f"illustration_{name}"}
+        write_bytes_atomic(job.output(f"{name}_evaluation"), json_bytes(result))
+        job.log(f"{name}: R@1 {result['R@1']:.4f}, R@10 {result['R@10']:.4f}, R@100 {result['R@100']:.4f}")
+    job.log(f"{len(queries.queries)} queries, {len(candidates)} candidates, {len(queries.rejects)} pairs rejected")
+    pages = FolderPages(pages_dir)
+    return [pages.raw_input(page_id) for page_id in sorted({page for _, page, _ in rows})]
