@@ -117,7 +117,7 @@ def _columns(path: Path, problems: Problems) -> tuple[dict[str, pa.ChunkedArray]
         table = pa_csv.read_csv(
             path, read_options=pa_csv.ReadOptions(column_names=list(HEADER), skip_rows=1),
             parse_options=pa_csv.ParseOptions(ignore_empty_lines=False),
-            convert_options=pa_csv.ConvertOptions(column_types={"query_id": pa.string(), "rank": pa.int64(),
+            convert_options=pa_csv.ConvertOptions(column_types={"query_id": pa.string(), "rank": pa.int32(),
                                                                 "image_id": pa.string()},
                                                   strings_can_be_null=False, quoted_strings_can_be_null=False))
     except pa.ArrowInvalid:  # a line that does not parse, or a rank that is not an integer
@@ -153,7 +153,7 @@ def _columns_line_by_line(body: bytes, problems: Problems) -> tuple[dict[str, pa
 
 
 def _encode(rows: dict[str, pa.ChunkedArray]) -> RankingRun:
-    if pa.types.is_integer(rows["rank"].type):
+    if pa.types.is_integer(rows["rank"].type):  # int32: a larger rank sends the file down the slow path
         ranks = np.maximum(rows["rank"].to_numpy(), 0)  # 0 and below: not a rank
     else:
         valid = pc.match_substring_regex(rows["rank"], RANK).to_numpy()
@@ -161,7 +161,7 @@ def _encode(rows: dict[str, pa.ChunkedArray]) -> RankingRun:
         ranks[valid] = pc.cast(pc.filter(rows["rank"], valid), pa.int64()).to_numpy()
     query_ids, query_codes = _dictionary_codes(rows["query_id"])
     image_ids, image_codes = _dictionary_codes(rows["image_id"])
-    return RankingRun(query_ids, query_codes, np.minimum(ranks, np.iinfo(np.int32).max).astype(np.int32),
+    return RankingRun(query_ids, query_codes, np.minimum(ranks, np.iinfo(np.int32).max).astype(np.int32, copy=False),
                       image_ids, image_codes)
 
 
@@ -172,7 +172,7 @@ def _dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     if not encoded.num_chunks:
         return np.array([], dtype=object), np.array([], dtype=np.int32)
     dictionary = np.asarray(encoded.chunk(encoded.num_chunks - 1).dictionary.to_pylist(), dtype=object)
-    codes = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks]).astype(np.int32)
+    codes = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks]).astype(np.int32, copy=False)
     return dictionary, codes
 
 
