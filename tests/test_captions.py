@@ -270,3 +270,41 @@ def test_command_writes_the_json(example, tmp_path):
     assert scores["run"] == "human" and scores["cider"] is None and scores["settings"]["tokenize"] == "none"
     assert scores["images"] == 2 and scores["images_left_out"] == 0 and 0 < scores["meteor"]["mean"] < 1
 
+
+
+# --- references of a build (captions.stage) ---------------------------------------------
+
+def test_build_references_keep_the_benchmark_images_only(tmp_path):
+    from annobench.benchmark.captions.stage import benchmark_references
+
+    path = tmp_path / "refs.csv"
+    path.write_text("image_id,caption\na,A dog.\nb,A cat.\na,Another dog.\nz,Not ours.\n", encoding="utf-8")
+    references = benchmark_references(str(path), [], {"a", "b", "c"})
+    assert {image: references.texts(image) for image in references.images} == {
+        "a": ["A dog.", "Another dog."], "b": ["A cat."]}
+    with pytest.raises(CaptionError, match="no reference description is for an image of the benchmark"):
+        benchmark_references(str(path), [], {"x"})
+
+
+def test_harvested_references_are_kept_page_captions_once_each(tmp_path):
+    """Real kiwix pages through the text stage: the kept captions, in the table's order, each text once."""
+    from annobench.benchmark.captions.stage import harvested_references
+    from annobench.sources.pages import PageLimits
+    from annobench.text.features import TextParams
+    from annobench.text.page_map import derive_mapping
+    from annobench.text.stage import MappingRow, extract_text, write_text_tables
+
+    folder = require_shared(REAL / "pages" / "kiwix_wikipedia")
+    rows = sorted({MappingRow(*row) for row in derive_mapping(folder).mapping})
+    result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
+    write_text_tables(result, tmp_path, 0, "hash")
+    references = harvested_references([str(tmp_path / "tables" / "page_captions" / "shard-00000.parquet")])
+    kept = [row for row in result.tables["page_captions"] if row["keep"]]
+    expected: dict[str, list[str]] = {}
+    for row in kept:
+        if row["text"] not in expected.setdefault(row["image_id"], []):
+            expected[row["image_id"]].append(row["text"])
+    assert {image: references.texts(image) for image in references.images} == expected
+    assert len(expected) > 20  # the real pages give many captioned images
+    source = references.images[next(iter(expected))][0].source
+    assert source.startswith("page_captions:") and source.rsplit(":", 1)[1] in ("alt", "title", "caption", "filename")
