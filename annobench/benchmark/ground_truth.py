@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import atomic_path, read_user_text
 from annobench.core.tables import field
 
@@ -44,7 +45,7 @@ GROUND_TRUTH_SCHEMA = pa.schema(
 GROUND_TRUTH_SOURCES = ("csv", "imageclef2012_concepts", "imageclef2012_annotations", "regions")
 
 
-class GroundTruthError(ValueError):
+class GroundTruthError(AnnobenchError):
     """A vocabulary or ground-truth file that cannot be used as it is."""
 
 

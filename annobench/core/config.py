@@ -12,12 +12,14 @@ from pathlib import Path
 
 import yaml
 
+from annobench.core.errors import AnnobenchError
+
 REPO_DIR = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_DIR / "config" / "config.schema.yaml"
 DEFAULT_CONFIG_PATH = REPO_DIR / "config" / "config.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(AnnobenchError):
     """The configuration does not follow config/config.schema.yaml."""
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import atomic_path, write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.progress import Progress
@@ -60,7 +61,7 @@ SCHEMAS = {
 }
 
 
-class OntologyError(ValueError):
+class OntologyError(AnnobenchError):
     """The child -> parent pairs do not form a hierarchy."""
 
 

@@ -26,6 +26,7 @@ from typing import Iterator, Mapping
 
 import pyarrow as pa
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.tables import field, rows_to_table, write_table
 from annobench.core.fsutil import read_user_text
 
@@ -42,7 +43,7 @@ CAPTIONS_SCHEMA = pa.schema(
 )
 
 
-class CaptionError(ValueError):
+class CaptionError(AnnobenchError):
     """Caption inputs that cannot be used (what and where in the message)."""
 
 
