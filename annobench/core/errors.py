@@ -15,5 +15,6 @@ class AnnobenchError(ValueError):
     ValueError still do."""
 
     def report_lines(self) -> list[str]:
-        """What the command line prints: one line (an error listing many problems may give one each)."""
-        return [" ".join(str(self).split("\n"))]
+        """What the command line prints: one line (an error listing many problems, such as a run's, gives
+        one line per problem instead, each naming its file and line)."""
+        return ["annobench: " + " ".join(str(self).splitlines())]
