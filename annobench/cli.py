@@ -12,19 +12,15 @@ import sys
 from pathlib import Path
 
 from annobench import __version__
+from annobench.core.arguments import Parser, non_negative_int, positive_int, share
 
 
 def _inventory(args: argparse.Namespace) -> int:
     from annobench.core.config import load_config
-    from annobench.sources.inventory import InventoryError, build_inventory
+    from annobench.sources.inventory import build_inventory
 
     overrides = {"input": {"images": args.images}} if args.images else None
-    config = load_config(args.configfile, overrides)
-    try:
-        inventory = build_inventory(config)
-    except InventoryError as error:
-        print(f"annobench: {error}", file=sys.stderr)
-        return 2
+    inventory = build_inventory(load_config(args.configfile, overrides))
     sizes = [len(s) for s in inventory.shards]
     print(f"{inventory.n_images} images in {inventory.n_shards} shard(s); "
           f"smallest {min(sizes)}, largest {max(sizes)}")
@@ -181,15 +177,11 @@ def _regions(args: argparse.Namespace) -> int:
         saiapr_exports,
         write_region_outputs,
     )
-    from annobench.sources.inventory import InventoryError, check_unique_ids, walk_image_folder
+    from annobench.sources.inventory import check_unique_ids, walk_image_folder
 
     config = load_config(args.configfile)
-    try:
-        sources = walk_image_folder(Path(args.images), config["ingest"]["extensions"], config["ingest"]["image_id"])
-        check_unique_ids(sources)
-    except InventoryError as error:
-        print(f"annobench: {error}", file=sys.stderr)
-        return 2
+    sources = walk_image_folder(Path(args.images), config["ingest"]["extensions"], config["ingest"]["image_id"])
+    check_unique_ids(sources)
     images = {s.image_id: s.path for s in sources}
     sizes = {image_id: size for image_id, path in images.items() if (size := oriented_size(path))}
     region_settings = RegionSettings(
@@ -238,22 +230,16 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     """Every measure of SPEC 8 for one run against a ground truth, as JSON."""
-    from annobench.benchmark.ground_truth import GroundTruthError, read_truth_csv, truth_matrix
+    from annobench.benchmark.ground_truth import read_truth_csv, truth_matrix
     from annobench.benchmark.measures import evaluate, per_concept_table
     from annobench.benchmark.runs.concepts import read_concepts
     from annobench.benchmark.runs.files import read_run
-    from annobench.benchmark.runs.problems import RunFormatError
     from annobench.benchmark.stage import json_bytes
     from annobench.core.fsutil import write_bytes_atomic
 
-    try:
-        concepts = read_concepts(args.concepts)
-        run = read_run(args.run, concepts, args.concept_lists)
-        label_sets = read_truth_csv(args.truth).label_sets()
-    except RunFormatError as error:
-        return _report_problems(error)
-    except (GroundTruthError, ValueError, OSError) as error:
-        return _fail(error)
+    concepts = read_concepts(args.concepts)
+    run = read_run(args.run, concepts, args.concept_lists)
+    label_sets = read_truth_csv(args.truth).label_sets()
     unknown = sorted({c for labels in label_sets.values() for c in labels} - set(concepts))
     if unknown:
         return _fail(f"{args.truth}: concept(s) not in {args.concepts}: {', '.join(unknown[:10])}")
@@ -275,7 +261,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _evaluate_selection(args: argparse.Namespace) -> int:
     """Content selection (SPEC 9, subtask 3): a run, the human upper bound or a baseline, as JSON."""
-    from annobench.benchmark.selection import SelectionError, summarise
+    from annobench.benchmark.selection import summarise
     from annobench.benchmark.selection_files import read_selection_truth
     from annobench.benchmark.stage import json_bytes
     from annobench.core.fsutil import write_bytes_atomic
@@ -284,11 +270,8 @@ def _evaluate_selection(args: argparse.Namespace) -> int:
         return _fail("--k and --seed are settings of --baseline")
     if args.baseline == "largest" and args.seed is not None:
         return _fail("--seed is a setting of --baseline random; largest-first has no randomness")
-    try:
-        truth = read_selection_truth(args.truth, args.instances)
-        scores, described = _selection_scores(args, truth)
-    except (SelectionError, OSError) as error:
-        return _fail(error)
+    truth = read_selection_truth(args.truth, args.instances)
+    scores, described = _selection_scores(args, truth)
     summary = {**summarise(scores), **described,
                "truth": {"path": str(args.truth), "instances_file": args.instances, **truth.summary()}}
     write_bytes_atomic(args.json, json_bytes(summary))
@@ -357,19 +340,20 @@ def _check_box_run(args: argparse.Namespace) -> int:
 
 def _label_stats(args: argparse.Namespace) -> int:
     from annobench.benchmark.diagnostics import label_set_stats
-    from annobench.benchmark.ground_truth import GroundTruthError, read_truth_csv
+    from annobench.benchmark.ground_truth import read_truth_csv
     from annobench.benchmark.stage import json_bytes
     from annobench.core.fsutil import write_bytes_atomic
 
-    try:
-        train, test = read_truth_csv(args.train).label_sets(), read_truth_csv(args.test).label_sets()
-    except GroundTruthError as error:
-        return _fail(error)
+    train, test = read_truth_csv(args.train).label_sets(), read_truth_csv(args.test).label_sets()
     stats = label_set_stats(list(train.values()), list(test.values()))
     write_bytes_atomic(args.json, json_bytes(stats))
     print(f"{stats['test_images']} test images: unique label sets {stats['unique_label_sets']:.4f}, "
           f"novel {stats['novel_label_sets']:.4f} -> {args.json}")
     return 0
+
+
+def _annotator(text: str) -> str | int:
+    return text if text == "all" else positive_int(text)
 
 
 def _folder(path: str) -> Path:
@@ -384,28 +368,15 @@ def _fail(message) -> int:
     return 2
 
 
-def _report_problems(error) -> int:
-    """A run, vocabulary or concept-list file that does not parse: its problems, one line each."""
+def _report(error) -> int:
+    """The project's error: one line; a run that does not parse, one line per problem (the first 20)."""
     lines = error.report_lines()
     for line in lines[:20]:
         print(line, file=sys.stderr)
     if len(lines) > 20:
-        print(f"{error.path}: {len(lines) - 20} more problem(s); 'annobench check-run' lists them all",
-              file=sys.stderr)
+        print(f"{getattr(error, 'path', 'annobench')}: {len(lines) - 20} more problem(s); the command's checker "
+              "(check-run, check-box-run, check-illustration-run) lists them all", file=sys.stderr)
     return 2
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Every option's help ends with its default, when it has one worth saying."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        default = action.default
-        if ("default" in text or action.required or not action.option_strings or default is None or default is False
-                or default is argparse.SUPPRESS or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
-            return text
-        shown = " ".join(map(str, default)) if isinstance(default, list) else default
-        return f"{text} (default: {shown if shown != '' else 'none'})"
 
 
 def _page_source(parser: argparse.ArgumentParser, pages_help: str, warc_help: str) -> None:
@@ -416,10 +387,9 @@ def _page_source(parser: argparse.ArgumentParser, pages_help: str, warc_help: st
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="annobench", description=__doc__, formatter_class=HelpFormatter)
+    parser = Parser(prog="annobench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"annobench {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                     parser_class=_subparser_class())
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
 
     inventory = commands.add_parser("inventory", help="list the input images and their shards, without building")
     inventory.add_argument("--configfile", default=None, help="config file (default: config/config.yaml)")
@@ -472,9 +442,9 @@ def build_parser() -> argparse.ArgumentParser:
     regions.add_argument("--images", required=True, help="folder of the images (image_id = file stem)")
     regions.add_argument("--masks", required=True, help="the segmentations, as the kind lays them out")
     regions.add_argument("--out", required=True, help="folder for the tables, label maps, statistics and exports")
-    regions.add_argument("--annotator", default="all", type=lambda v: v if v == "all" else int(v),
+    regions.add_argument("--annotator", default="all", type=_annotator,
                          help="bsds: all, or one annotator's number")
-    regions.add_argument("--stripe-fraction", type=float, default=0.2,
+    regions.add_argument("--stripe-fraction", type=share, default=0.2,
                          help="width of the alignment stripes, share of the image size")
     regions.add_argument("--ontology", default=None, help="CSV child,parent: stores each region's label path")
     regions.add_argument("--configfile", default=None, help="take the decoding limits from this config (default: config/config.yaml)")
@@ -485,14 +455,14 @@ def build_parser() -> argparse.ArgumentParser:
                       "(files missing or differing from their job records)")
     audit.add_argument("release_dir", metavar="FOLDER",
                        help="a release folder (with MANIFEST.jsonl) or a build's output folder (with provenance/)")
-    audit.add_argument("--recompute", type=int, default=0, metavar="N",
+    audit.add_argument("--recompute", type=non_negative_int, default=0, metavar="N",
                        help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
     audit.set_defaults(handler=_audit)
 
     bench = commands.add_parser("bench", help="run the whole pipeline on N real images and print its costs")
-    bench.add_argument("--images", type=int, default=200, help="number of images (BSDS500 photos repeated)")
-    bench.add_argument("--cores", type=int, default=2, help="cores snakemake may use")
-    bench.add_argument("--images-per-shard", type=int, default=2000, help="sharding.images_per_shard of the build")
+    bench.add_argument("--images", type=positive_int, default=200, help="number of images (BSDS500 photos repeated)")
+    bench.add_argument("--cores", type=positive_int, default=2, help="cores snakemake may use")
+    bench.add_argument("--images-per-shard", type=positive_int, default=2000, help="sharding.images_per_shard of the build")
     bench.add_argument("--workdir", default=None, help="keep the build here (default: a temporary folder)")
     bench.set_defaults(handler=_bench)
 
@@ -504,9 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--concepts", required=True, help="one concept a line, in the run's column order")
     evaluate.add_argument("--concept-lists", default=None,
                           help="lines 'id c_a c_b ...': each image's own concepts (ImageCLEF 2013-2016 runs)")
-    evaluate.add_argument("--top-k", type=int, default=None, metavar="K",
+    evaluate.add_argument("--top-k", type=positive_int, default=None, metavar="K",
                           help="decisions for P_L..F1_I = the K best-scoring concepts (default: the run's own)")
-    evaluate.add_argument("--seed", type=int, default=0, help="order of tied scores in MAP-samples (default 0)")
+    evaluate.add_argument("--seed", type=non_negative_int, default=0, help="order of tied scores in MAP-samples (default 0)")
     evaluate.add_argument("--json", required=True, help="where to write the measures")
     evaluate.add_argument("--per-concept", default=None, metavar="CSV",
                           help="also write per-concept counts, P, R, F and AP")
@@ -527,9 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the human upper bound: each description against the image's others")
     scored.add_argument("--baseline", choices=["random", "largest"], default=None,
                         help="random: up to K instances at random per image; largest: the K largest boxes")
-    selection.add_argument("--k", type=int, default=None, metavar="K",
+    selection.add_argument("--k", type=positive_int, default=None, metavar="K",
                            help="instances a baseline selects per image (default 3)")
-    selection.add_argument("--seed", type=int, default=None, help="seed of the random baseline (default 0)")
+    selection.add_argument("--seed", type=non_negative_int, default=None, help="seed of the random baseline (default 0)")
     selection.add_argument("--json", required=True, help="where to write P, R and F")
     selection.set_defaults(handler=_evaluate_selection)
 
@@ -593,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="IoU thresholds, comma-separated, each in [0, 1]; 0 ignores the box")
     evaluate_boxes.add_argument("--interpolation", default="all", choices=["all", "11"],
                                 help="AP over all recall points (VOC 2010+) or at 11 recall levels (VOC 2007)")
-    evaluate_boxes.add_argument("--min-boxes", type=int, default=0, metavar="N",
+    evaluate_boxes.add_argument("--min-boxes", type=non_negative_int, default=0, metavar="N",
                                 help="evaluate only images with at least N ground-truth boxes (0: every image)")
     evaluate_boxes.add_argument("--json", required=True, help="where to write MAP and AP per threshold")
     evaluate_boxes.set_defaults(handler=_evaluate_boxes)
@@ -625,28 +595,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _subparser_class() -> type:
-    class SubParser(argparse.ArgumentParser):
-        def __init__(self, **kwargs):
-            kwargs.setdefault("formatter_class", HelpFormatter)
-            super().__init__(**kwargs)
-
-    return SubParser
-
-
 def main(argv: list[str] | None = None) -> int:
     import os
 
     # One BLAS thread, as every workflow job has: sums in the same order give the same bytes.
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(variable, "1")
-    from annobench.core.config import ConfigError
+    from annobench.core.errors import AnnobenchError
 
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except ConfigError as error:
-        return _fail(error)
+    except AnnobenchError as error:  # bad input, named: one line; anything else is a bug and keeps its traceback
+        return _report(error)
     except OSError as error:  # a missing or unreadable input: one line, not a traceback
         return _fail(error.strerror and f"{error.strerror}: {error.filename}" if error.filename else error)
 

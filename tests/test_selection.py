@@ -391,7 +391,7 @@ def test_command_reads_the_same_truth_as_csv_and_as_json(tmp_path):
     (["--human", "--k", "2"], "--k and --seed are settings of --baseline"),
     (["--run", "{tmp}/missing.csv"], "missing.csv: no such file"),
     (["--run", "{tmp}/bad_run.csv"], "bad_run.csv:2: instance 'z' is not among image 'A'"),
-    (["--baseline", "random", "--k", "0"], "k must be a positive integer"),
+    (["--baseline", "random", "--k", "0"], "argument --k: '0' is not a positive integer"),
     (["--baseline", "largest", "--seed", "1"], "--seed is a setting of --baseline random"),
 ])
 def test_command_bad_input_exits_2_with_one_line(tmp_path, args, message):

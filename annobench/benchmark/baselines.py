@@ -29,6 +29,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from annobench.benchmark.measures import top_k_decisions
+from annobench.core.errors import AnnobenchError
 
 TRIVIAL_KINDS = ("most_frequent", "rarest", "random")
 ENGLISH_TERM = re.compile(r"[a-z]+")
@@ -38,7 +39,7 @@ COOCCURRENCE_BATCH = 1024
 VOCABULARY_SLICE = 4096
 
 
-class BaselineError(ValueError):
+class BaselineError(AnnobenchError):
     """Inputs a baseline cannot use (what and where in the message)."""
 
 

@@ -34,6 +34,7 @@ from annobench.benchmark.boxes.model import BOX_RUN_COLUMNS, BoxInputError
 from annobench.benchmark.image_list import ImageList
 from annobench.benchmark.selection import SelectionError, SelectionTruth
 from annobench.benchmark.stage import json_bytes
+from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file
@@ -44,7 +45,7 @@ BOX_SOURCE_FORMS = {"voc": ("voc",), "coco": ("coco",), "table": ("csv", "parque
 BOX_RUN_FILES = ("run", "run_text", "evaluation")
 
 
-class BoxConfigError(ValueError):
+class BoxConfigError(AnnobenchError):
     """A benchmark.boxes / benchmark.selection setting this build cannot follow."""
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import atomic_path, read_user_text
 from annobench.core.tables import field
 
@@ -44,7 +45,7 @@ GROUND_TRUTH_SCHEMA = pa.schema(
 GROUND_TRUTH_SOURCES = ("csv", "imageclef2012_concepts", "imageclef2012_annotations", "regions")
 
 
-class GroundTruthError(ValueError):
+class GroundTruthError(AnnobenchError):
     """A vocabulary or ground-truth file that cannot be used as it is."""
 
 
@@ -141,9 +142,11 @@ def read_concepts_table(path: Path | str) -> list[Concept]:
 def read_truth_csv(path: Path | str) -> GroundTruth:
     """CSV with header `image_id,concept` (further columns ignored), one row per present concept."""
     path = Path(path)
-    rows = list(csv.DictReader(read_user_text(path, GroundTruthError).splitlines()))
-    if rows and not {"image_id", "concept"} <= set(rows[0]):
-        raise GroundTruthError(f"{path}: needs the header image_id,concept")
+    reader = csv.DictReader(read_user_text(path, GroundTruthError).splitlines())
+    try:
+        rows = _truth_rows(reader, path)
+    except csv.Error as error:  # e.g. a field past the csv module's size limit
+        raise GroundTruthError(f"{path}:{reader.line_num}: {error}") from None
     pairs = []
     for line, row in enumerate(rows, 2):
         image_id, concept = (row["image_id"] or "").strip(), (row["concept"] or "").strip()
@@ -151,6 +154,27 @@ def read_truth_csv(path: Path | str) -> GroundTruth:
             raise GroundTruthError(f"{path}:{line}: empty image_id or concept")
         pairs.append((image_id, concept, 1.0))
     return _truth(pairs)
+
+
+def _truth_rows(reader: csv.DictReader, path: Path) -> list[dict]:
+    """The rows under the header image_id,concept; none is an error, as a ground truth where no image
+    has any concept cannot be meant (every measure would be 0 or undefined)."""
+    if reader.fieldnames is None:
+        raise GroundTruthError(f"{path}: empty file; expected the header image_id,concept and a row per "
+                               "concept present in an image")
+    if not {"image_id", "concept"} <= set(reader.fieldnames):
+        raise GroundTruthError(f"{path}: needs the header image_id,concept")
+    rows = list(reader)
+    if not rows:
+        raise GroundTruthError(f"{path}: a header and no rows; expected a row image_id,concept per concept present "
+                               "in an image")
+    return rows
+
+
+def _require_pairs(pairs: list, where: Path, expected: str) -> list:
+    if not pairs:
+        raise GroundTruthError(f"{where}: no image has any concept; expected {expected}")
+    return pairs
 
 
 def read_concept_files(folder: Path | str, concepts: list[Concept], raw: bool) -> GroundTruth:
@@ -173,7 +197,7 @@ def read_concept_files(folder: Path | str, concepts: list[Concept], raw: bool) -
                                        f"(got {len(fields)} fields; set raw for judgments)")
             else:
                 pairs.append((fields[0], concept.name, 1.0))
-    return _truth(pairs, notes)
+    return _truth(_require_pairs(pairs, folder, "CONCEPT.txt files listing the images that have the concept"), notes)
 
 
 def read_annotation_files(folder: Path | str, concepts: list[Concept], raw: bool) -> GroundTruth:
@@ -197,7 +221,7 @@ def read_annotation_files(folder: Path | str, concepts: list[Concept], raw: bool
                 raise GroundTruthError(f"{path}:{line}: a clean annotation file has one concept a line")
             else:
                 pairs.append((path.stem, fields[0], 1.0))
-    return _truth(pairs)
+    return _truth(_require_pairs(pairs, folder, "IMAGE_ID.txt files listing the concepts of the image"))
 
 
 def truth_from_regions(regions: pd.DataFrame, lift_to_ancestors: bool) -> GroundTruth:

@@ -13,8 +13,10 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from annobench.core.errors import AnnobenchError
 
-class ImageListError(ValueError):
+
+class ImageListError(AnnobenchError):
     """The image list cannot be used; the message names the file and line."""
 
 

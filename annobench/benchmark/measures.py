@@ -48,6 +48,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from annobench.core.errors import AnnobenchError
+
 # Rankings are computed on blocks of rows of about this many cells, which
 # bounds the working memory without a Python loop over images or concepts.
 CHUNK_CELLS = 1 << 20
@@ -68,7 +70,7 @@ KEYS_2012 = (
 KEYS_DUTTA = ("P_L", "R_L", "F1_L", "mAP_L", "N+", "P_I", "R_I", "F1_I", "mAP_I")
 
 
-class MeasureInputError(ValueError):
+class MeasureInputError(AnnobenchError):
     """Matrices (or labels) that the measures cannot be computed on."""
 
 

@@ -40,6 +40,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from annobench.core.errors import AnnobenchError
+
 # Extra approximate candidates per query and slice beyond k (see step 2).
 DEFAULT_MARGIN = 8
 # Reference rows compared with a query block in one matrix product; blocks
@@ -54,7 +56,7 @@ FLOAT32_UNIT_ROUNDOFF = 2.0**-24
 NO_INDEX = np.iinfo(np.int64).max
 
 
-class NeighbourError(ValueError):
+class NeighbourError(AnnobenchError):
     """Inputs to the neighbour search that cannot be used (named in the message)."""
 
 

@@ -30,13 +30,14 @@ from fractions import Fraction
 from typing import Mapping, Sequence
 
 from annobench.benchmark.splits import unit_hash
+from annobench.core.errors import AnnobenchError
 
 DEFAULT_K = 3  # "at most three bounding boxes" (seed 001 section 3.4)
 
 Selection = Mapping[str, frozenset]  # image_id -> the selected instance ids
 
 
-class SelectionError(ValueError):
+class SelectionError(AnnobenchError):
     """Content-selection inputs that cannot be used (what and where in the message)."""
 
 

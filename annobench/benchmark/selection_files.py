@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import defaultdict
 from pathlib import Path
 
 from annobench.benchmark.selection import Box, ImageTruth, SelectionError, SelectionTruth
-from annobench.core.fsutil import read_user_text
+from annobench.core.fsutil import read_user_json, read_user_text
 
 INSTANCE_COLUMNS = ("image_id", "instance")
 COORDINATE_COLUMNS = ("xmin", "ymin", "xmax", "ymax")
@@ -189,10 +188,7 @@ def read_flickr30k_entities(path: Path | str) -> SelectionTruth:
 
 
 def _json_records(path: Path) -> list:
-    try:
-        records = json.loads(read_user_text(path, SelectionError))
-    except json.JSONDecodeError as error:
-        raise SelectionError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    records = read_user_json(path, SelectionError)
     if not isinstance(records, list):
         raise SelectionError(f"{path}: expected a JSON list of phrase records")
     return records

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.tables import field
 
 SPLITS_SCHEMA = pa.schema(
@@ -39,7 +40,7 @@ REGION_SPLITS_SCHEMA = pa.schema(
 SPLIT_NAMES = ("train", "dev", "test")
 
 
-class SplitError(ValueError):
+class SplitError(AnnobenchError):
     """Split settings or id lists that cannot be used."""
 
 

@@ -12,12 +12,15 @@ from pathlib import Path
 
 import yaml
 
+from annobench.core.errors import AnnobenchError
+from annobench.core.fsutil import read_user_text
+
 REPO_DIR = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_DIR / "config" / "config.schema.yaml"
 DEFAULT_CONFIG_PATH = REPO_DIR / "config" / "config.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(AnnobenchError):
     """The configuration does not follow config/config.schema.yaml."""
 
 
@@ -46,11 +49,23 @@ def validate_config(config: dict) -> dict:
 def load_config(path: Path | str | None = None, overrides: dict | None = None) -> dict:
     """Read a config file (default: config/config.yaml), merge overrides, validate."""
     path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
-    with open(path, encoding="utf-8") as handle:
-        config = yaml.safe_load(handle) or {}
+    config = _parse_yaml(read_user_text(path, ConfigError), path) or {}
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: a config is a mapping of settings, not a {type(config).__name__}")
     if overrides:
         config = deep_merge(config, overrides)
     return validate_config(config)
+
+
+def _parse_yaml(text: str, path: Path):
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML: {error.problem or error.context}{where}") from None
+    except (yaml.YAMLError, RecursionError) as error:
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(error).split()) or 'nested too deeply'}") from None
 
 
 def deep_merge(base: dict, extra: dict) -> dict:

@@ -1,9 +1,10 @@
 """Files: atomic writes (no output is ever visible under its final name half-written), and a user's
-text file read with an error that names it."""
+text or JSON file read with an error that names it and says what is wrong."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -81,3 +82,22 @@ def read_user_text(path: Path | str, error: type[Exception]) -> str:
         raise error(f"{path}: is a folder, not a file") from None
     except UnicodeDecodeError as failure:
         raise error(f"{path}: not UTF-8 text ({failure.reason} at byte {failure.start})") from None
+
+
+def read_user_json(path: Path | str, error: type[Exception]):
+    """A JSON document the user gave, parsed; `error` names the file when it is missing, not UTF-8,
+    empty, malformed (with line and column) or nested too deeply to parse."""
+    return parse_user_json(read_user_text(path, error), str(path), error)
+
+
+def parse_user_json(text: str, where: str, error: type[Exception]):
+    """JSON text from `where` (a file, or a file's field), parsed, with `error` as read_user_json gives it."""
+    if not text.strip():
+        raise error(f"{where}: empty, expected a JSON document")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as failure:
+        raise error(f"{where}: not valid JSON: {failure.msg} at line {failure.lineno}, column {failure.colno}"
+                    ) from None
+    except RecursionError:  # json's parser recurses per level; it stops cleanly at Python's recursion limit
+        raise error(f"{where}: JSON nested too deeply (more levels than the parser's limit)") from None

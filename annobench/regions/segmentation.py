@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 from PIL import Image
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.tables import field
 
@@ -65,6 +66,11 @@ class Segmentation:
             {"image_id": self.image_id, "annotator": self.annotator, "region_id": region_id, "label": label}
             for region_id, label in sorted(self.labels.items())
         ]
+
+
+class SegmentationSourceError(AnnobenchError):
+    """A segmentation source that cannot be read at all (empty, missing, malformed listing): a wrong
+    path or kind, not bad data of one image. The message names the file and what was expected."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import atomic_path, write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.progress import Progress
@@ -40,6 +41,7 @@ from annobench.regions.segmentation import (
     REGIONS_SCHEMA,
     SEGMENTATION_REJECTS_SCHEMA,
     Segmentation,
+    SegmentationSourceError,
     renumber_regions,
     write_label_map,
 )
@@ -60,7 +62,7 @@ SCHEMAS = {
 }
 
 
-class OntologyError(ValueError):
+class OntologyError(AnnobenchError):
     """The child -> parent pairs do not form a hierarchy."""
 
 
@@ -200,14 +202,29 @@ def regions_shard_job(job: Job) -> list[dict]:
     rows = pq.read_table(job.input("images"), columns=["image_id", "width", "height", "source_path", "sha256"])
     rows = rows.to_pydict()
     sizes = {i: (h, w) for i, w, h in zip(rows["image_id"], rows["width"], rows["height"])}
-    result = process_segmentations(RegionSettings.from_config(job.config), root, {i: paths[i] for i in sizes}, sizes,
-                                   wanted=lambda image_id: shard_of(image_id, n_shards) == shard, log=job.log)
+    try:
+        result = process_segmentations(RegionSettings.from_config(job.config), root, {i: paths[i] for i in sizes},
+                                       sizes, wanted=lambda image_id: shard_of(image_id, n_shards) == shard,
+                                       log=job.log)
+    except SegmentationSourceError as error:  # the build goes on without regions, and says why
+        job.log(f"no regions: {error}")
+        result = unreadable_source_result(error, root, first_shard=shard == 0)
     write_region_outputs(result, {name: job.output(name) for name in REGION_TABLES}, job.output("maps"),
                          job.params["params_hash"])
     return raw_segmentation_files(root) + [
         raw_file(paths[i], source, sha, role="image", key=i)
         for i, source, sha in zip(rows["image_id"], rows["source_path"], rows["sha256"])
     ]
+
+
+def unreadable_source_result(error: SegmentationSourceError, root: str | Path, first_shard: bool) -> RegionResult:
+    """No regions, and a rejects row (image_id empty: the whole source) giving the reason; in the first
+    shard only, so the rejects table holds it once."""
+    result = RegionResult()
+    if first_shard:
+        result.tables["segmentation_rejects"].append(
+            {"image_id": "", "annotator": None, "region_id": None, "reason": str(error), "source": str(root)})
+    return result
 
 
 def raw_segmentation_files(root: str | Path) -> list[dict]:

@@ -16,11 +16,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from annobench.core.errors import AnnobenchError
 from annobench.sources.ids import encode_id, shard_count, shard_of
 from annobench.sources.listing import ImageSource, listing_fingerprint
 
 
-class InventoryError(ValueError):
+class InventoryError(AnnobenchError):
     """The image inputs cannot be turned into a consistent set of ids."""
 
 

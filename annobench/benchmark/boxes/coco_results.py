@@ -7,25 +7,18 @@ model.corners_from_xywh says, like the COCO ground truth.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from annobench.benchmark.boxes.lines import ParsedLine, score_problem
 from annobench.benchmark.boxes.model import BoxInputError, corners_from_xywh
 from annobench.benchmark.runs.problems import PathArg
-
-
-def _json(path: Path, what: str):
-    try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BoxInputError(f"{path}: not {what}: {error}") from None
+from annobench.core.fsutil import read_user_json
 
 
 def coco_names(truth_path: PathArg) -> tuple[dict, dict]:
     """(image number -> image id, category number -> concept) of a COCO ground-truth file."""
-    data = _json(Path(truth_path), "COCO JSON")
+    data = read_user_json(truth_path, BoxInputError)
     if not isinstance(data, dict):
         raise BoxInputError(f"{truth_path}: a COCO ground truth is an object with images and categories")
     images = {i.get("id"): Path(str(i.get("file_name") or i.get("id"))).stem
@@ -37,7 +30,7 @@ def coco_names(truth_path: PathArg) -> tuple[dict, dict]:
 
 def read_coco_results(path: PathArg, truth_path: PathArg) -> list[tuple[int, ParsedLine]]:
     """Each entry of the list taken apart as a run line."""
-    entries = _json(Path(path), "a COCO results list")
+    entries = read_user_json(path, BoxInputError)
     if not isinstance(entries, list):
         raise BoxInputError(f"{path}: a COCO results file is a JSON list of detections")
     images, categories = coco_names(truth_path)

@@ -1,19 +1,19 @@
 """Bodies of `annobench boxes` and `annobench evaluate-boxes` (check-box-run's is in checker).
 
 Each returns the exit status: 0 done, 2 bad input (one line on stderr, or a
-run's problems as check-box-run lists them).
+run's problems as check-box-run lists them); evaluate-boxes leaves other bad input (BoxInputError,
+BoxMeasureError, OSError) to the command line's one-line handler.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from annobench.benchmark.boxes.checker import run_form
 from annobench.benchmark.boxes.forms import read_box_run
-from annobench.benchmark.boxes.measure import BoxMeasureError, evaluate_boxes, parse_thresholds
+from annobench.benchmark.boxes.measure import evaluate_boxes, parse_thresholds
 from annobench.benchmark.boxes.model import BoxInputError
 from annobench.benchmark.boxes.truth import BoxTruth, boxes_from_segmentations, read_box_truth, truth_form
 from annobench.benchmark.ground_truth import GroundTruthError, read_vocabulary
@@ -71,12 +71,6 @@ def evaluate_boxes_main(truth: str, run: str, json_path: str, thresholds: str, i
         if len(lines) > _SHOWN_PROBLEMS:
             print(f"{run}: {len(lines) - _SHOWN_PROBLEMS} more problem(s); 'annobench check-box-run' lists them "
                   "all", file=err)
-        return 2
-    except (BoxInputError, BoxMeasureError, json.JSONDecodeError) as error:
-        print(f"annobench: {error}", file=err)
-        return 2
-    except OSError as error:
-        print(f"annobench: {error.strerror or error}: {error.filename or ''}", file=err)
         return 2
     _note_rejects(ground, truth, err)
     result["counts"]["truth_rejects"] = len(ground.rejects)

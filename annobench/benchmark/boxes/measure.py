@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from annobench.benchmark.boxes.model import COORDINATES, iou
+from annobench.core.errors import AnnobenchError
 
 DEFAULT_THRESHOLDS = ("0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9")
 INTERPOLATIONS = ("all", "11")
@@ -58,7 +59,7 @@ INTERPOLATIONS = ("all", "11")
 PAIRS_PER_BLOCK = 1 << 22
 
 
-class BoxMeasureError(ValueError):
+class BoxMeasureError(AnnobenchError):
     """Inputs the localisation measure cannot be computed on."""
 
 

@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.tables import field
 
 COORDINATES = ("xmin", "ymin", "xmax", "ymax")
@@ -67,7 +68,7 @@ BOX_RUN_COLUMNS = tuple(BOX_RUN_SCHEMA.names)
 BOX_RUN_ARTEFACT = "box_run"
 
 
-class BoxInputError(ValueError):
+class BoxInputError(AnnobenchError):
     """A box source, run or image list that cannot be used at all (a wrong path or form)."""
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -58,6 +57,7 @@ from annobench.benchmark.boxes.model import (
     outside_image,
 )
 from annobench.benchmark.image_list import ImageList
+from annobench.core.fsutil import read_user_json
 
 TRUTH_FORMS = ("voc", "coco", "csv", "parquet", "xywh", "segmentations")
 _TABLE_COLUMNS = ("image_id", "concept", *COORDINATES)
@@ -242,10 +242,7 @@ def _number(text) -> float | None:
 
 
 def _read_coco(path: Path, builder: _TruthBuilder) -> None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BoxInputError(f"{path}: not COCO JSON: {error}") from None
+    data = read_user_json(path, BoxInputError)
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
         raise BoxInputError(f"{path}: COCO instance JSON is an object with lists images, annotations, categories")
     source = f"coco:{path.name}"

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
 import pyarrow as pa
 
+from annobench.core.errors import AnnobenchError
+from annobench.core.fsutil import parse_user_json, read_user_text
 from annobench.core.tables import field, rows_to_table, write_table
-from annobench.core.fsutil import read_user_text
 
 CSV_COLUMNS = ("image_id", "caption")
 CAPTIONS_TABLE = Path("tables/captions/all.parquet")
@@ -42,7 +42,7 @@ CAPTIONS_SCHEMA = pa.schema(
 )
 
 
-class CaptionError(ValueError):
+class CaptionError(AnnobenchError):
     """Caption inputs that cannot be used (what and where in the message)."""
 
 
@@ -80,10 +80,7 @@ class CaptionRun:
 # --- low-level reading ----------------------------------------------------------------
 
 def _load_json(path: Path, text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CaptionError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    return parse_user_json(text, str(path), CaptionError)
 
 
 def _is_json(text: str) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from annobench.core.arguments import non_negative_int
+
 DEFAULT_SEED = 0  # baselines.DEFAULT_SEED, not imported: it would load scipy for every command
 
 
@@ -36,7 +38,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     making.add_argument("--text-terms", default=None,
                         help="a text_terms table (Parquet file or folder) to use as the images' text (default: "
                              "computed from the pages)")
-    making.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the random baseline")
+    making.add_argument("--seed", type=non_negative_int, default=DEFAULT_SEED, help="seed of the random baseline")
     making.add_argument("--out", required=True, help="folder to write tables/queries/all.parquet, truth.csv, the runs and their "
                                                      "evaluations in")
     making.set_defaults(handler=_illustration)

@@ -37,13 +37,14 @@ import pandas as pd
 import scipy.sparse as sp
 
 from annobench.benchmark.illustration.runs import MAX_RANK, RankingRun
+from annobench.core.errors import AnnobenchError
 from annobench.text.features import TextParams, terms_of
 
 DEFAULT_SEED = 0
 SCORES_PER_BLOCK = 20_000_000  # query x candidate scores held at once (160 MB of float64)
 
 
-class BaselineInputError(ValueError):
+class BaselineInputError(AnnobenchError):
     """Inputs a baseline cannot use."""
 
 

@@ -65,7 +65,11 @@ def _parquet_layout_problem(schema: pa.Schema) -> str | None:
 def _per_image_lists(path: PathArg) -> bool:
     """Whether the Parquet run was written with per-image lists (a run of unknown origin: yes)."""
     raw = (pq.read_schema(path).metadata or {}).get(META_PARAMS)
-    return bool(json.loads(raw).get("per_image_lists", True)) if raw else True
+    try:
+        params = json.loads(raw) if raw else {}
+    except (ValueError, RecursionError):  # metadata someone else wrote: a run of unknown origin
+        params = {}
+    return bool(params.get("per_image_lists", True)) if isinstance(params, dict) else True
 
 
 class _Block:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Callable, Sequence, TextIO, Union
 
+from annobench.core.errors import AnnobenchError
+
 MAX_PROBLEMS = 100
 
 PathArg = Union[str, PathLike]
@@ -19,7 +21,7 @@ class RunProblem:
     message: str
 
 
-class RunFormatError(ValueError):
+class RunFormatError(AnnobenchError):
     """A run, vocabulary or concept-list file is malformed; `problems` says where and how."""
 
     def __init__(self, problems: Sequence[RunProblem], path: PathArg = ""):

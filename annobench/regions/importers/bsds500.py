@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annobench.regions.importers.common import assemble, relative
+from annobench.regions.importers.common import assemble, relative, require_files
 from annobench.regions.matfile import read_mat
 from annobench.regions.segmentation import Imported, SegmentationReject
 
@@ -22,7 +22,7 @@ def import_bsds500(root: Path, wanted: Callable[[str], bool], annotator: int | s
     if annotator != "all" and (not isinstance(annotator, int) or annotator < 1):
         raise ValueError(f"annotator must be 'all' or a positive integer, not {annotator!r}")
     seen: set[str] = set()
-    for path in sorted(root.rglob("*.mat")):
+    for path in require_files(sorted(root.rglob("*.mat")), root, "<image_id>.mat files under groundTruth/"):
         image_id, source = path.stem, relative(path, root)
         if not wanted(image_id):
             continue

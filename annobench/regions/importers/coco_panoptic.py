@@ -1,20 +1,21 @@
 """COCO panoptic segmentations: RGB PNGs whose pixels hold segment ids
 (id = R + 256 G + 256^2 B) and the JSON listing each PNG's segments with
 their categories. Segments are numbered 1..n in the order the JSON lists
-them. No COCO JSON (or several, without `annotations=`) raises ValueError.
+them. No COCO JSON (or several, without `annotations=`), or one that is empty, malformed or without
+annotations, raises SegmentationSourceError.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from annobench.core.fsutil import read_user_json
 from annobench.regions.importers.common import assemble, relative
-from annobench.regions.segmentation import Imported, SegmentationReject
+from annobench.regions.segmentation import Imported, SegmentationReject, SegmentationSourceError
 
 
 def import_coco_panoptic(
@@ -27,19 +28,38 @@ def import_coco_panoptic(
     numbered 1..n in segments_info order; pixels of id 0 or of an id not in
     segments_info are unlabelled. The image id is the PNG's file stem."""
     json_path = Path(annotations) if annotations else _single(sorted(root.glob("*.json")), root)
-    document = json.loads(json_path.read_text(encoding="utf-8"))
-    categories = {c["id"]: c["name"] for c in document.get("categories", [])}
+    document = _panoptic_document(json_path)
+    categories = {c["id"]: c["name"] for c in document["categories"]}
     folder = Path(png_folder) if png_folder else (
         json_path.with_suffix("") if json_path.with_suffix("").is_dir() else root)
-    for annotation in sorted(document.get("annotations", []), key=lambda a: str(a.get("file_name", ""))):
+    for annotation in sorted(document["annotations"], key=lambda a: str(a.get("file_name", ""))):
         if wanted(Path(str(annotation.get("file_name", ""))).stem):
             yield from _coco_image(annotation, categories, folder, root)
 
 
 def _single(paths: list[Path], root: Path) -> Path:
     if len(paths) != 1:
-        raise ValueError(f"expected one JSON file in {root}, found {len(paths)}: name it with annotations=")
+        raise SegmentationSourceError(f"{root}: expected one COCO panoptic JSON file, found {len(paths)}: "
+                                      "name it with annotations=")
     return paths[0]
+
+
+def _panoptic_document(path: Path) -> dict:
+    """The JSON's annotations (objects, at least one) and categories (objects with id and name)."""
+    document = read_user_json(path, SegmentationSourceError)
+    expected = "a COCO panoptic JSON object with lists annotations (file_name, segments_info) and categories"
+    if not isinstance(document, dict):
+        raise SegmentationSourceError(f"{path}: expected {expected}, found a {type(document).__name__}")
+    annotations, categories = document.get("annotations"), document.get("categories", [])
+    if not isinstance(annotations, list) or not isinstance(categories, list):
+        raise SegmentationSourceError(f"{path}: expected {expected}")
+    if not annotations:
+        raise SegmentationSourceError(f"{path}: no segmentations found; expected {expected}")
+    if not all(isinstance(a, dict) for a in annotations) or not all(
+            isinstance(c, dict) and "id" in c and "name" in c for c in categories):
+        raise SegmentationSourceError(f"{path}: an annotation or category is not an object with its fields; "
+                                      f"expected {expected}")
+    return document
 
 
 def _coco_image(annotation: dict, categories: dict[int, str], folder: Path, root: Path) -> Iterator[Imported]:

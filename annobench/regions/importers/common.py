@@ -11,7 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from annobench.regions.segmentation import Imported, Segmentation, SegmentationReject, present_ids
+from annobench.regions.segmentation import (
+    Imported,
+    Segmentation,
+    SegmentationReject,
+    SegmentationSourceError,
+    present_ids,
+)
 
 
 def assemble(
@@ -90,3 +96,11 @@ def int_or_none(text: str) -> int | None:
         return int(text)
     except (TypeError, ValueError):
         return None
+
+
+def require_files(files: list[Path], root: Path, expected: str) -> list[Path]:
+    """The source's files; none is an error saying what was expected there, since an empty source is a
+    wrong path or kind, not a dataset without segmentations."""
+    if not files:
+        raise SegmentationSourceError(f"{root}: no segmentations found; expected {expected}")
+    return files

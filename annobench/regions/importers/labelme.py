@@ -4,15 +4,15 @@ image. Shapes are numbered 1..n in the order the file lists them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-from annobench.regions.importers.common import assemble, relative
-from annobench.regions.segmentation import Imported, SegmentationReject
+from annobench.core.fsutil import read_user_json
+from annobench.regions.importers.common import assemble, relative, require_files
+from annobench.regions.segmentation import Imported, SegmentationReject, SegmentationSourceError
 
 # A LabelMe file states its image size; refuse to allocate absurd ones.
 MAX_DRAWN_PIXELS = 1 << 28
@@ -24,15 +24,18 @@ def import_labelme(root: Path, wanted: Callable[[str], bool]) -> Iterator[Import
     the k-th shape; a later shape covers an earlier one where they overlap,
     as LabelMe's own label export does. Lines and points have no area and
     are rejected."""
-    for path in sorted(root.rglob("*.json")):
+    for path in require_files(sorted(root.rglob("*.json")), root, "<image_id>.json LabelMe files"):
         image_id, source = path.stem, relative(path, root)
         if not wanted(image_id):
             continue
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
+            document = read_user_json(path, SegmentationSourceError)
             height, width = int(document["imageHeight"]), int(document["imageWidth"])
             shapes = list(document.get("shapes") or [])
-        except Exception as exc:
+        except SegmentationSourceError as exc:  # names the file and what is wrong with it
+            yield SegmentationReject(image_id, None, f"unreadable LabelMe file: {exc}", 1, source)
+            continue
+        except Exception as exc:  # a field missing or of the wrong type: the exception says which
             yield SegmentationReject(image_id, None, f"unreadable LabelMe file: {exc!r}", 1, source)
             continue
         if height <= 0 or width <= 0 or height * width > MAX_DRAWN_PIXELS:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annobench.regions.importers.common import assemble, map_problem, relative, unlabel
+from annobench.regions.importers.common import assemble, map_problem, relative, require_files, unlabel
 from annobench.regions.matfile import read_mat
 from annobench.regions.segmentation import Imported, SegmentationReject
 
@@ -27,7 +27,8 @@ def import_msrc_v2(root: Path, wanted: Callable[[str], bool]) -> Iterator[Import
     """root/newsegmentations_mats/<image_id>_GT.mat (or those files in root itself),
     each with `newseg` (1-based region map) and `newlabels` (1-based class per region)."""
     folder = root / "newsegmentations_mats" if (root / "newsegmentations_mats").is_dir() else root
-    for path in sorted(folder.glob("*_GT.mat")):
+    for path in require_files(sorted(folder.glob("*_GT.mat")), root,
+                              "<image_id>_GT.mat files, in newsegmentations_mats/ or the folder itself"):
         image_id, source = path.name[: -len("_GT.mat")], relative(path, root)
         if not wanted(image_id):
             continue

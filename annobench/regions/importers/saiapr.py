@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annobench.regions.importers.common import assemble, int_or_none, relative
+from annobench.regions.importers.common import assemble, int_or_none, relative, require_files
 from annobench.regions.matfile import only_2d_array, read_mat
 from annobench.regions.segmentation import Imported, SegmentationReject
 
@@ -33,7 +33,8 @@ def import_saiapr(
     values is read as 1 inside. Regions are painted in id order; a pixel two
     masks claim stays with the lower id.
     """
-    masks = sorted(root.rglob("segmentation_masks/*.mat")) or sorted(root.glob("*.mat"))
+    masks = require_files(sorted(root.rglob("segmentation_masks/*.mat")) or sorted(root.glob("*.mat")), root,
+                          "segmentation_masks/<image>_<region>.mat files")
     by_image: dict[str, dict[int, Path]] = {}
     for path in masks:
         match = MASK_NAME.match(path.name)
