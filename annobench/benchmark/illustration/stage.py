@@ -26,6 +26,7 @@ from annobench.benchmark.illustration.measure import IllustrationTruth, evaluati
 from annobench.benchmark.illustration.queries import QuerySet, make_queries
 from annobench.benchmark.illustration.runs import RankingRun, write_ranking_run
 from annobench.benchmark.stage import json_bytes
+from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.tables import field, rows_to_table, write_table
@@ -40,7 +41,7 @@ QUERY_REJECTS_SCHEMA = pa.schema([
 ])
 
 
-class IllustrationConfigError(ValueError):
+class IllustrationConfigError(AnnobenchError):
     """A benchmark.illustration setting this build cannot follow."""
 
 
