@@ -371,3 +371,26 @@ def test_regions_command_rejects_a_hostile_file_and_reads_the_good_one(tmp_path)
     assert rejects.source[0] == f"{bad}.mat"
     regions = pd.read_parquet(out / "tables" / "regions")
     assert set(regions.image_id) == {good}
+
+
+def test_the_configured_ceiling_reaches_the_importers(tmp_path):
+    """segmentations.mat_max_bytes, through RegionSettings, rejects a real BSDS500 file that needs more;
+    the default reads it. The default stays out of the region tables' params hash."""
+    from annobench.core.config import load_config
+    from annobench.regions.importers import import_segmentations
+    from annobench.regions.stage import RegionSettings, region_params
+
+    masks = tmp_path / "groundTruth"
+    masks.mkdir()
+    (masks / "105053.mat").symlink_to(require_shared(BSDS) / "105053.mat")
+    tight = load_config(overrides={"segmentations": {"kind": "bsds", "mat_max_bytes": 2**20}})
+    settings = RegionSettings.from_config(tight)
+    assert settings.mat_limits == MatLimits(max_bytes=2**20)
+    [reject] = import_segmentations("bsds500", masks, mat_limits=settings.mat_limits)
+    assert reject.reason.startswith("unreadable BSDS500 file: 105053.mat: ")
+    assert "1,048,576" in reject.reason
+    default = load_config(overrides={"segmentations": {"kind": "bsds"}})
+    items = list(import_segmentations("bsds500", masks, mat_limits=RegionSettings.from_config(default).mat_limits))
+    assert len(items) == 5 and all(item.label_map.shape == (321, 481) for item in items)
+    assert "mat_max_bytes" not in region_params(default["segmentations"])
+    assert region_params(tight["segmentations"])["mat_max_bytes"] == 2**20
