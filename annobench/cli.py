@@ -167,6 +167,7 @@ def _regions(args: argparse.Namespace) -> int:
     from annobench.core.config import load_config
     from annobench.core.fingerprint import params_hash
     from annobench.images.decode import DecodeLimits, oriented_size
+    from annobench.regions.matlimits import MatLimits
     from annobench.regions.stage import (
         REGION_TABLES,
         STATS_TABLES,
@@ -187,7 +188,7 @@ def _regions(args: argparse.Namespace) -> int:
     region_settings = RegionSettings(
         kind=args.kind, options={"annotator": args.annotator} if args.kind == "bsds" else {},
         stripe_fraction=args.stripe_fraction, parents=read_ontology(args.ontology) if args.ontology else {},
-        limits=DecodeLimits.from_config(config["ingest"]),
+        limits=DecodeLimits.from_config(config["ingest"]), mat_limits=MatLimits.from_config(config["segmentations"]),
     )
     out = Path(args.out)
     result = process_segmentations(region_settings, args.masks, images, sizes, wanted=lambda image_id: True,

@@ -568,7 +568,7 @@ def import_cost(repeat: int) -> dict:
         if len(parts) == 3 and parts[2] == "scipy.io":
             out["importtime_scipy.io_us"] = int(parts[1])
     stage = subprocess.run([sys.executable, "-c",
-                            "import sys, annobench.regions.stage, annobench.regions.segmentations;"
+                            "import sys, annobench.regions.stage, annobench.regions.importers;"
                             "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'skimage'}))"],
                            capture_output=True, text=True, check=True, cwd=REPO).stdout.strip()
     out["stage_imports"] = stage

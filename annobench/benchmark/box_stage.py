@@ -143,11 +143,14 @@ def build_box_truth(config: dict, images_tables: list[str], concepts_path: str, 
     images = ImageList(tuple(benchmark_ids), {i: sizes[i] for i in benchmark_ids})
     vocabulary = [c.name for c in read_concepts_table(concepts_path)]
     if boxes["source"] == "segmentations":
+        from annobench.regions.matlimits import MatLimits
         from annobench.regions.stage import KINDS, source_options
 
         kind = config["segmentations"]["kind"]
         truth = boxes_from_segmentations(KINDS[kind], segmentations, vocabulary, images,
-                                         wanted=images.__contains__, **source_options(config["segmentations"]))
+                                         wanted=images.__contains__,
+                                         mat_limits=MatLimits.from_config(config["segmentations"]),
+                                         **source_options(config["segmentations"]))
         raw = []
     else:
         form = truth_form(boxes["path"])

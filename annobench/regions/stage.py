@@ -31,6 +31,7 @@ from annobench.regions.features import (
     rgb_to_lab,
 )
 from annobench.regions.importers import import_segmentations
+from annobench.regions.matlimits import DEFAULT_MAX_BYTES, MatLimits
 from annobench.regions.relations import (
     SPATIAL_RELATIONS_SCHEMA,
     relation_frequency_table,
@@ -110,6 +111,7 @@ class RegionSettings:
     parents: dict[str, str]  # the ontology: label -> parent
     limits: DecodeLimits  # of the raw photos' decoding
     every_seconds: float = 10.0  # between progress lines
+    mat_limits: MatLimits = MatLimits()  # what one MATLAB file may make the reader allocate
 
     @classmethod
     def from_config(cls, config: dict) -> "RegionSettings":
@@ -118,6 +120,7 @@ class RegionSettings:
             kind=settings["kind"], options=source_options(settings), stripe_fraction=settings["stripe_fraction"],
             parents=read_ontology(settings["ontology"]) if settings["ontology"] else {},
             limits=DecodeLimits.from_config(config["ingest"]), every_seconds=config["progress"]["log_every_seconds"],
+            mat_limits=MatLimits.from_config(settings),
         )
 
 
@@ -133,7 +136,8 @@ def process_segmentations(
     result = RegionResult()
     progress = Progress("regions", len(images), log, settings.every_seconds)
     decoded_id, rgb, lab = None, None, None
-    for item in import_segmentations(KINDS[settings.kind], root, image_sizes=sizes, wanted=wanted, **settings.options):
+    for item in import_segmentations(KINDS[settings.kind], root, image_sizes=sizes, wanted=wanted,
+                                     mat_limits=settings.mat_limits, **settings.options):
         if not isinstance(item, Segmentation):
             result.tables["segmentation_rejects"].append(item.row())
             continue
@@ -232,6 +236,13 @@ def raw_segmentation_files(root: str | Path) -> list[dict]:
     root = Path(root)
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     return [raw_file(f, f.relative_to(root).as_posix() if f != root else f.name, role="segmentation") for f in files]
+
+
+def region_params(settings: dict) -> dict:
+    """The segmentations settings that decide the region tables (their params hash): a MAT size
+    limit left at its default is left out, so builds made before the limit existed keep their hash."""
+    return {key: value for key, value in settings.items()
+            if not (key == "mat_max_bytes" and value == DEFAULT_MAX_BYTES)}
 
 
 def source_options(settings: dict) -> dict:

@@ -15,7 +15,7 @@ from annobench.visual.stage import FEATURES
 from annobench.core.fingerprint import code_fingerprint, folder_state, params_hash
 from annobench.sources.inventory import InventoryError, build_inventory
 from annobench.text.stage import TEXT_TABLES, text_plan_for
-from annobench.regions.stage import REGION_TABLES
+from annobench.regions.stage import REGION_TABLES, region_params
 from annobench.sources.warc_index import index_for, write_shard_slices
 
 OUT = config["output"]

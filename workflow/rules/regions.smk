@@ -14,7 +14,7 @@ rule regions_shard:
         n_shards=INVENTORY.n_shards,
         source=SEGMENTATION_STATE,
         settings=config["segmentations"],
-        params_hash=params_hash(config["segmentations"]),
+        params_hash=params_hash(region_params(config["segmentations"])),
         code=script_code("regions_shard.py"),
     resources:
         mem_mb=512 + (config["ingest"]["max_pixels"] * 64) // 2**20,
@@ -42,7 +42,7 @@ rule region_stats:
     log:
         out("logs/region_stats.log"),
     params:
-        params_hash=params_hash(config["segmentations"]),
+        params_hash=params_hash(region_params(config["segmentations"])),
         code=script_code("region_stats.py"),
     resources:
         # All regions and relations are read at once: 1,139 MiB peak for 4,000

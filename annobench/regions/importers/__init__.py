@@ -26,9 +26,11 @@ from annobench.regions.importers.common import unlabel
 from annobench.regions.importers.labelme import import_labelme
 from annobench.regions.importers.msrc_v2 import import_msrc_v2
 from annobench.regions.importers.saiapr import import_saiapr
+from annobench.regions.matlimits import MatLimits
 from annobench.regions.segmentation import Imported, Segmentation, SegmentationReject
 
 SOURCES = ("canonical", "saiapr", "msrc_v2", "bsds500", "coco_panoptic", "labelme")
+MAT_SOURCES = ("saiapr", "msrc_v2", "bsds500")  # read through annobench.regions.matfile
 
 
 def import_segmentations(
@@ -37,6 +39,7 @@ def import_segmentations(
     image_sizes: Mapping[str, tuple[int, int]] | None = None,
     vocabulary: Iterable[str] | None = None,
     wanted: Callable[[str], bool] | None = None,
+    mat_limits: MatLimits | None = None,
     **options,
 ) -> Iterator[Imported]:
     """Segmentations and rejects of one source, in a stable order.
@@ -46,7 +49,9 @@ def import_segmentations(
     rejected. vocabulary: when given, regions whose label is not in it are
     rejected (the sources with label ids check their own vocabulary anyway).
     wanted: when given, only image ids it accepts are read at all (a shard's
-    share of the source). options: passed to the source's importer.
+    share of the source). mat_limits: what one MATLAB file of the MAT_SOURCES may
+    make the reader allocate (default MatLimits()). options: passed to the
+    source's importer.
     """
     importers = {
         "canonical": import_canonical, "saiapr": import_saiapr, "msrc_v2": import_msrc_v2,
@@ -54,6 +59,8 @@ def import_segmentations(
     }
     if source not in importers:
         raise ValueError(f"unknown segmentation source {source!r}; known: {', '.join(SOURCES)}")
+    if source in MAT_SOURCES and mat_limits is not None:
+        options["mat_limits"] = mat_limits
     items = importers[source](Path(root), wanted=wanted or (lambda image_id: True), **options)
     if vocabulary is not None:
         items = _restrict_to_vocabulary(items, frozenset(vocabulary))

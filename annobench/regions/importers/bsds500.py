@@ -11,14 +11,16 @@ from pathlib import Path
 import numpy as np
 
 from annobench.regions.importers.common import assemble, relative, require_files
-from annobench.regions.matfile import read_mat
+from annobench.regions.matfile import MatLimits, read_mat
 from annobench.regions.segmentation import Imported, SegmentationReject
 
 
-def import_bsds500(root: Path, wanted: Callable[[str], bool], annotator: int | str = "all") -> Iterator[Imported]:
+def import_bsds500(root: Path, wanted: Callable[[str], bool], annotator: int | str = "all",
+                   mat_limits: MatLimits = MatLimits()) -> Iterator[Imported]:
     """Every <image_id>.mat under root (groundTruth/{train,val,test}/), cell array
     groundTruth{k}.Segmentation per annotator k (1-based), no labels.
-    annotator: "all", or the one k to take (an image with fewer is rejected)."""
+    annotator: "all", or the one k to take (an image with fewer is rejected).
+    mat_limits: what one file may make the reader allocate (a file over them is rejected)."""
     if annotator != "all" and (not isinstance(annotator, int) or annotator < 1):
         raise ValueError(f"annotator must be 'all' or a positive integer, not {annotator!r}")
     seen: set[str] = set()
@@ -32,7 +34,7 @@ def import_bsds500(root: Path, wanted: Callable[[str], bool], annotator: int | s
         seen.add(image_id)
         try:
             # One annotator asked for: the later cells are not even decompressed.
-            ground_truth = read_mat(path, first_cells=None if annotator == "all" else annotator)["groundTruth"]
+            ground_truth = read_mat(path, None if annotator == "all" else annotator, mat_limits)["groundTruth"]
             truths = [cell["Segmentation"] for cell in _bsds_cells(ground_truth)]
             annotators = np.asarray(ground_truth, dtype=object).size
         except Exception as exc:

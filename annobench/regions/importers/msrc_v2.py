@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from annobench.regions.importers.common import assemble, map_problem, relative, require_files, unlabel
-from annobench.regions.matfile import read_mat
+from annobench.regions.matfile import MatLimits, read_mat
 from annobench.regions.segmentation import Imported, SegmentationReject
 
 # MSRC-v2 classes in `newlabels` order (label k is MSRC_V2_CLASSES[k - 1]),
@@ -23,7 +23,8 @@ MSRC_V2_CLASSES = (
 )
 
 
-def import_msrc_v2(root: Path, wanted: Callable[[str], bool]) -> Iterator[Imported]:
+def import_msrc_v2(root: Path, wanted: Callable[[str], bool],
+                   mat_limits: MatLimits = MatLimits()) -> Iterator[Imported]:
     """root/newsegmentations_mats/<image_id>_GT.mat (or those files in root itself),
     each with `newseg` (1-based region map) and `newlabels` (1-based class per region)."""
     folder = root / "newsegmentations_mats" if (root / "newsegmentations_mats").is_dir() else root
@@ -33,7 +34,7 @@ def import_msrc_v2(root: Path, wanted: Callable[[str], bool]) -> Iterator[Import
         if not wanted(image_id):
             continue
         try:
-            variables = read_mat(path)
+            variables = read_mat(path, limits=mat_limits)
             newseg, newlabels = variables["newseg"], np.asarray(variables["newlabels"]).ravel()
         except Exception as exc:
             yield SegmentationReject(image_id, None, f"unreadable MSRC-v2 file: {exc}", 1, source)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from annobench.regions.importers.common import assemble, int_or_none, relative, require_files
-from annobench.regions.matfile import only_2d_array, read_mat
+from annobench.regions.matfile import MatLimits, only_2d_array, read_mat
 from annobench.regions.segmentation import Imported, SegmentationReject
 
 MASK_NAME = re.compile(r"^(?P<image>.+)_(?P<region>\d+)\.mat$")
@@ -20,7 +20,7 @@ MASK_NAME = re.compile(r"^(?P<image>.+)_(?P<region>\d+)\.mat$")
 
 def import_saiapr(
     root: Path, wanted: Callable[[str], bool], labels_file: str | Path | None = None,
-    vocabulary_file: str | Path | None = None,
+    vocabulary_file: str | Path | None = None, mat_limits: MatLimits = MatLimits(),
 ) -> Iterator[Imported]:
     """SAIAPR TC-12 as distributed: <dir>/segmentation_masks/<image>_<region>.mat
     (one binary mask each, the file's single 2-D variable, `segimg_t`), a labels
@@ -31,7 +31,8 @@ def import_saiapr(
 
     Masks: -1 outside and 0 inside (SAIAPR's convention); a mask of only 0/1
     values is read as 1 inside. Regions are painted in id order; a pixel two
-    masks claim stays with the lower id.
+    masks claim stays with the lower id. mat_limits: what one mask file may make the
+    reader allocate (a file over them is rejected).
     """
     masks = require_files(sorted(root.rglob("segmentation_masks/*.mat")) or sorted(root.glob("*.mat")), root,
                           "segmentation_masks/<image>_<region>.mat files")
@@ -46,14 +47,14 @@ def import_saiapr(
     label_ids, line_rejects = _read_saiapr_labels(label_paths, root)
     for image_id in sorted(by_image, key=_natural_key):
         yield from _saiapr_image(image_id, by_image[image_id], label_ids.get(image_id, {}), words, root,
-                                 line_rejects.pop(image_id, []))
+                                 line_rejects.pop(image_id, []), mat_limits)
     for image_id in sorted(i for i in line_rejects if wanted(i)):
         yield from line_rejects[image_id]
 
 
 def _saiapr_image(
     image_id: str, masks: dict[int, Path], label_ids: dict[int, int], words: dict[int, str] | None,
-    root: Path, rejects: list[SegmentationReject],
+    root: Path, rejects: list[SegmentationReject], mat_limits: MatLimits,
 ) -> Iterator[Imported]:
     label_map: np.ndarray | None = None
     labels: dict[int, str | None] = {}
@@ -61,7 +62,7 @@ def _saiapr_image(
     for region_id in sorted(masks):
         source = relative(masks[region_id], root)
         try:
-            inside = _saiapr_mask(masks[region_id])
+            inside = _saiapr_mask(masks[region_id], mat_limits)
         except Exception as exc:
             rejects.append(SegmentationReject(image_id, region_id, f"unreadable mask: {exc}", 1, source))
             continue
@@ -86,8 +87,8 @@ def _saiapr_image(
     yield from assemble(image_id, label_map, labels, first_source, rejects=rejects, label_table="the labels file")
 
 
-def _saiapr_mask(path: Path) -> np.ndarray:
-    values = only_2d_array(read_mat(path))
+def _saiapr_mask(path: Path, mat_limits: MatLimits) -> np.ndarray:
+    values = only_2d_array(read_mat(path, limits=mat_limits))
     if values.dtype == bool:
         return values
     distinct = np.unique(values)
