@@ -65,6 +65,24 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
     return {**summary, "machine_speed": speeds}
 
 
+def print_projections(build_dirs: list[Path], n_images: int = FULL_SCALE, cores: int = FULL_CORES,
+                      mem_gb: float = 256, plot: Path | None = None, out=sys.stdout) -> list:
+    """The whole release projected from Snakemake's DAG (annobench.projection), both shapes,
+    costed from the job records of the builds in `build_dirs`."""
+    from annobench.projection.costs import calibrate
+    from annobench.projection.project import SHAPES, print_calibration, print_projection, project, utilisation_png
+
+    calibration = calibrate(build_dirs)
+    print_calibration(calibration, out)
+    projections = [project(shape, n_images, cores, calibration, mem_gb * 1000) for shape in SHAPES]
+    for projection in projections:
+        print_projection(projection, out)
+    if plot:
+        plot.write_bytes(utilisation_png(projections))
+        print(f"cores' utilisation over time: {plot}", file=out)
+    return projections
+
+
 def machine_speed(repeats: int = 7) -> dict:
     """How fast this core runs now, so that figures from different hours compare: the best
     of `repeats` float32 products the size of one image's word assignment (2,048 x 384 by

@@ -218,12 +218,22 @@ def _bench(args: argparse.Namespace) -> int:
 
     from annobench.bench import run_bench
 
+    from annobench.bench import print_projections
+
+    def build_and_project(workdir: Path) -> None:
+        builds = [Path(d).resolve() for d in args.records]
+        if not builds:  # no measured builds given: measure one now
+            run_bench(args.images, args.cores, workdir, args.images_per_shard)
+            builds = [workdir.resolve()]
+        print_projections(builds, args.project_images, args.project_cores, args.mem_gb,
+                          Path(args.plot) if args.plot else None)
+
     try:
         if args.workdir:
-            run_bench(args.images, args.cores, Path(args.workdir), args.images_per_shard)
+            build_and_project(Path(args.workdir))
         else:
             with tempfile.TemporaryDirectory(prefix="annobench-bench-") as work:
-                run_bench(args.images, args.cores, Path(work), args.images_per_shard)
+                build_and_project(Path(work))
     except RuntimeError as error:  # snakemake failed: its own report is the message
         return _fail(error)
     return 0
@@ -465,6 +475,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--cores", type=positive_int, default=2, help="cores snakemake may use")
     bench.add_argument("--images-per-shard", type=positive_int, default=2000, help="sharding.images_per_shard of the build")
     bench.add_argument("--workdir", default=None, help="keep the build here (default: a temporary folder)")
+    bench.add_argument("--records", action="append", default=[], metavar="BUILD_DIR",
+                       help="project from the job records of this finished build (its folder with out/ and "
+                            ".snakemake/) instead of building; repeat to combine builds of different sizes")
+    bench.add_argument("--project-images", type=int, default=510_123, help="images of the projected release")
+    bench.add_argument("--project-cores", type=int, default=32, help="cores of the projected machine")
+    bench.add_argument("--mem-gb", type=float, default=256, help="memory of the projected machine")
+    bench.add_argument("--plot", default=None, help="write the cores' utilisation over time here (PNG)")
     bench.set_defaults(handler=_bench)
 
     evaluate = commands.add_parser(

@@ -13,7 +13,7 @@ import grimp
 from conftest import REPO
 
 PACKAGE = REPO / "annobench"
-STAGES = ("core", "sources", "images", "visual", "text", "regions", "benchmark", "release")
+STAGES = ("core", "sources", "images", "visual", "text", "regions", "benchmark", "release", "projection")
 TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "bench.py", "demo.py"}
 MAX_LINES = 700
 

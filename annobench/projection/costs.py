@@ -1,0 +1,267 @@
+"""Per-rule costs from the job records of real builds, and each planned job's cost from them.
+
+A job's cost is a fixed part (its process's start-up, measured inside it, plus Snakemake's
+own per-job overhead) and work proportional to one size (its driver):
+
+- shard rules: the images of the shard;
+- benchmark_neighbours: query x reference x dimension products (NEIGHBOUR_RATE), plus the
+  images it reads;
+- codebooks: sample descriptors x words x iterations of k-means;
+- the baselines, captions, boxes, selection and illustration jobs: the query images;
+- every other job (one for the whole build): the images of the build.
+
+Work is CPU time from the job records, less start-up. A job whose wall time (Snakemake's
+metadata) says it took longer than its own CPU explains (the Meteor JVM runs as a child
+process, outside the record's CPU) is costed from its wall time. Wall times are first
+deflated by how slow the machine ran during the build (`Slowdown`), fitted over the jobs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from annobench.core import layout
+from annobench.core.provenance import RECORDS
+from annobench.visual.stage import FEATURES
+
+# bench_baselines.py (README, Benchmarks): 837 s for 10,000 x 500,000 x 5,000-d on one core
+# of this machine. A small build's search is all reading and start-up, so its products are
+# timed there.
+NEIGHBOUR_RATE = 837 / (10_000 * 500_000 * 5_000)
+QUERY_RULES = ("baselines", "box_baselines", "selection_baselines", "caption_baselines", "caption_evaluation",
+               "illustration", "benchmark_boxes", "caption_references")
+FIXED_RULES = ("getlf_projection", "all")
+
+
+def driver_of(rule: str, wildcards: dict) -> str:
+    if "shard" in wildcards:
+        return "shard_images"
+    if rule == "benchmark_neighbours":
+        return "pair_dims"
+    if rule.startswith("bow_codebook_"):
+        return "kmeans"
+    if rule in QUERY_RULES:
+        return "queries"
+    return "fixed" if rule in FIXED_RULES else "images"
+
+
+@dataclass
+class RuleCost:
+    rule: str
+    driver: str
+    fixed: float  # seconds a job, whatever its size
+    rate: float  # core-seconds per unit of the driver
+    per_image: float = 0.0  # core-seconds per image of the build, besides the driver (the neighbour search)
+    units: float = 0.0  # the driver's size in the calibration, summed over its jobs
+    build: str = ""
+    work: float = 0.0  # core-seconds of work (start-up aside), summed over its jobs
+    jobs: int = 1
+
+    def seconds(self, units: float, n_images: int, threads: int = 1) -> float:
+        return self.fixed + (self.rate * units + self.per_image * n_images) / max(1, threads)
+
+
+@dataclass
+class Slowdown:
+    """wall = factor x (CPU + overhead), fitted over a build's jobs: how much slower than its
+    own CPU time a job ran (a loaded machine), and Snakemake's per-job overhead in CPU seconds."""
+    factor: float = 1.0
+    overhead: float = 0.0
+
+
+@dataclass
+class Calibration:
+    rules: dict[str, RuleCost]
+    slowdown: dict[str, Slowdown] = field(default_factory=dict)  # build -> its fit
+    default: RuleCost | None = None  # for rules no build ran
+
+    def cost_of(self, rule: str, wildcards: dict) -> RuleCost:
+        if rule in self.rules:
+            return self.rules[rule]
+        return RuleCost(rule, driver_of(rule, wildcards), self.default.fixed, 0.0, self.default.rate,
+                        build="uncalibrated")
+
+
+def calibrate(workdirs: list[Path]) -> Calibration:
+    """Rules' costs from the builds in `workdirs` (each with out/ and .snakemake/); a rule measured
+    in several builds takes its figures from the build where its size was largest."""
+    measured: dict[str, list[RuleCost]] = {}
+    slowdowns = {}
+    for workdir in workdirs:
+        build = BuildSizes(workdir)
+        jobs = build.jobs()
+        slowdowns[str(workdir)] = fit_slowdown(jobs)
+        for rule, cost in rule_costs(jobs, build, slowdowns[str(workdir)]).items():
+            measured.setdefault(rule, []).append(cost)
+    rules = {rule: merged(costs) for rule, costs in measured.items()}
+    whole = [c for c in rules.values() if c.driver == "images"]
+    default = RuleCost("default", "images", statistics.median(c.fixed for c in whole),
+                       statistics.median(c.rate for c in whole)) if whole else RuleCost("default", "images", 1.0, 0.0)
+    return Calibration(rules, slowdowns, default)
+
+
+def merged(costs: list[RuleCost]) -> RuleCost:
+    """One rule measured in several builds: with two sizes or more, a line through the jobs'
+    (size, work) splits the work into a fixed part and a rate (one size cannot tell them
+    apart: all its work counts as rate, an upper bound at larger sizes); else the largest build."""
+    largest = max(costs, key=lambda c: c.units)
+    points = [(c.units / c.jobs, c.work / c.jobs) for c in costs if c.driver not in ("fixed", "pair_dims")]
+    if len({round(u, 9) for u, _ in points}) < 2:
+        return largest
+    mean_u, mean_w = statistics.fmean(u for u, _ in points), statistics.fmean(w for _, w in points)
+    slope = (sum((u - mean_u) * (w - mean_w) for u, w in points) / sum((u - mean_u) ** 2 for u, _ in points))
+    if slope <= 0:
+        return largest
+    intercept = max(0.0, mean_w - slope * mean_u)
+    return RuleCost(largest.rule, largest.driver, largest.fixed + intercept, slope, units=largest.units,
+                    build=" + ".join(sorted({c.build for c in costs})), work=largest.work, jobs=largest.jobs)
+
+
+class BuildSizes:
+    """What a real build held: its images, shards, splits and feature widths, and its jobs."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.config = _build_config(workdir)
+        self.out = workdir / self.config["output"]
+        self.shard_images = {path.stem.split("-")[-1]: pq.read_metadata(path).num_rows
+                             for path in sorted((self.out / "tables" / "images").glob("shard-*.parquet"))}
+        self.n_images = sum(self.shard_images.values())
+        self.queries, self.references = self._splits()
+
+    def _splits(self) -> tuple[int, int]:
+        path = self.out / "tables" / "splits" / "all.parquet"
+        if not path.exists():
+            return 0, 0
+        splits = pq.read_table(path, columns=["split"]).column("split").to_pylist()
+        train = splits.count("train")
+        return len(splits) - train, train
+
+    def dimension(self, feature: str) -> int:
+        first = next((self.out / "tables" / feature).glob("shard-*.parquet"))
+        return pq.read_schema(first).field("vector").type.list_size
+
+    def units(self, record: dict) -> float:
+        driver = driver_of(record["rule"], record["wildcards"])
+        if driver == "shard_images":
+            return self.shard_images.get(record["wildcards"]["shard"], 0)
+        if driver == "pair_dims":
+            return self.queries * self.references * self.dimension(record["wildcards"]["feature"])
+        if driver == "kmeans":
+            return kmeans_units(record, self.out)
+        return {"queries": self.queries, "images": self.n_images, "fixed": 0}[driver]
+
+    def jobs(self) -> list[dict]:
+        """Each job's rule, CPU, start-up CPU and wall time (None if Snakemake kept none)."""
+        walls = metadata_walls(self.workdir)
+        jobs = []
+        for path in sorted((self.out / RECORDS).glob("*.json")):
+            record = json.loads(path.read_text())
+            usage = record.get("usage") or {}
+            outputs = record["files"]["output_files"]
+            wall = walls.get(f"{self.config['output']}/{outputs[0]}") if outputs else None
+            jobs.append({"rule": record["rule"], "wildcards": record["wildcards"], "units": self.units(record),
+                         "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
+                         "wall": wall})
+        return jobs
+
+
+def kmeans_units(record: dict, out: Path) -> float:
+    from annobench.visual.bow_stage import npy_shape
+
+    settings = record["params"]["settings"]
+    rows = sum(npy_shape(out / source["path"])[0] for source in record["inputs"] if source["path"].endswith(".npy"))
+    return min(rows, settings["sample_descriptors"]) * settings["words"] * settings["iterations"]
+
+
+def metadata_walls(workdir: Path) -> dict[str, float]:
+    """Output path -> the wall time of the job that made it, from Snakemake's metadata."""
+    walls = {}
+    for path in (workdir / ".snakemake" / "metadata").glob("*"):
+        try:
+            meta = json.loads(path.read_text())
+            walls[base64.b64decode(path.name).decode()] = meta["endtime"] - meta["starttime"]
+        except (ValueError, KeyError, TypeError):
+            continue
+    return walls
+
+
+def metadata_meta(workdir: Path, output: str) -> dict | None:
+    """Snakemake's metadata record of an output (path as the job named it), if kept."""
+    path = workdir / ".snakemake" / "metadata" / base64.b64encode(output.encode()).decode()
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def fit_slowdown(jobs: list[dict]) -> Slowdown:
+    """Least squares of wall on CPU over the single-core jobs, leaving out jobs whose wall is
+    far beyond their CPU (child processes) and multi-threaded ones (CPU above wall)."""
+    points = [(j["cpu"], j["wall"]) for j in jobs if j["wall"] and j["cpu"] <= j["wall"] <= 5 * (j["cpu"] + 1)]
+    if len(points) < 3:
+        return Slowdown()
+    mean_cpu = statistics.fmean(c for c, _ in points)
+    mean_wall = statistics.fmean(w for _, w in points)
+    spread = sum((c - mean_cpu) ** 2 for c, _ in points)
+    factor = sum((c - mean_cpu) * (w - mean_wall) for c, w in points) / spread if spread else 1.0
+    factor = max(factor, 1.0)
+    return Slowdown(factor, max(0.0, (mean_wall - factor * mean_cpu) / factor))
+
+
+def job_work(job: dict, slowdown: Slowdown) -> float:
+    """Core-seconds of a job's own work, start-up aside (module docstring)."""
+    cpu = job["cpu"]
+    if job["wall"] and job["cpu"] <= job["wall"]:
+        cpu = max(cpu, job["wall"] / slowdown.factor - slowdown.overhead)
+    return max(0.0, cpu - job["startup"])
+
+
+def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[str, RuleCost]:
+    by_rule: dict[str, list[dict]] = {}
+    for job in jobs:
+        by_rule.setdefault(job["rule"], []).append(job)
+    costs = {}
+    for rule, group in by_rule.items():
+        driver = driver_of(rule, group[0]["wildcards"])
+        fixed = statistics.fmean(j["startup"] for j in group) + slowdown.overhead
+        work = sum(job_work(j, slowdown) for j in group)
+        units = sum(j["units"] for j in group)
+        cost = RuleCost(rule, driver, fixed, 0.0, units=units, build=str(build.workdir), work=work, jobs=len(group))
+        if driver == "pair_dims":  # products at the timed rate; the rest is reading, per image
+            cost.rate = NEIGHBOUR_RATE
+            cost.per_image = max(0.0, work - NEIGHBOUR_RATE * units) / len(group) / max(1, build.n_images)
+        elif driver != "fixed" and units:
+            cost.rate = work / units
+        else:
+            cost.fixed += work / len(group)
+        costs[rule] = cost
+    return costs
+
+
+def _build_config(workdir: Path) -> dict:
+    import yaml
+
+    for name in ("config.yaml", "config.yml"):
+        if (workdir / name).exists():
+            return {"output": "out", **yaml.safe_load((workdir / name).read_text())}
+    return {"output": "out"}
+
+
+def feature_dimension(feature: str, features_config: dict) -> int:
+    """A feature's vector width under a config: the global features' own rule, the bags of words
+    words x pyramid cells."""
+    if feature.startswith("bow_"):
+        bow = features_config["bow"]
+        return bow["words"] * sum(level * level for level in bow["pyramid"])
+    return FEATURES[feature].dimension(features_config[feature])
+
+
+def shard_label(shard: int) -> str:
+    return layout.shard_ids(shard + 1)[-1]

@@ -1,0 +1,137 @@
+"""The whole release at N images on C cores: plan, cost, simulate, print (annobench bench)."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from annobench.projection.costs import Calibration, feature_dimension
+from annobench.projection.dag import planned_jobs, shape_sizes, synthetic_config
+from annobench.projection.schedule import Schedule, SimJob, simulate
+
+SHAPES = ("2014", "2016")
+
+
+@dataclass
+class Projection:
+    shape: str
+    n_images: int
+    cores: int
+    jobs: dict[str, SimJob]
+    schedule: Schedule
+
+    @property
+    def hours(self) -> float:
+        return self.schedule.makespan / 3600
+
+    @property
+    def lower_bound_hours(self) -> float:
+        """Today's figure: all work spread evenly over the cores, no dependencies."""
+        return sum(j.seconds * min(j.threads, self.cores) for j in self.jobs.values()) / self.cores / 3600
+
+
+def project(shape: str, n_images: int, cores: int, calibration: Calibration, mem_mb: float,
+            images_per_shard: int = 2000, workdir: Path | None = None) -> Projection:
+    with tempfile.TemporaryDirectory(prefix="annobench-plan-") as scratch:
+        folder = Path(workdir or scratch)
+        config = synthetic_config(folder / f"plan-{shape}", n_images, shape, images_per_shard)
+        planned = planned_jobs(config, folder / f"dag-{shape}", cores)
+    jobs = costed_jobs(planned, calibration, planned_sizes(planned, shape, n_images))
+    return Projection(shape, n_images, cores, jobs, simulate(list(jobs.values()), cores, mem_mb))
+
+
+def planned_sizes(planned: list[dict], shape: str, n_images: int) -> dict:
+    from annobench.core.config import load_config
+
+    config = load_config()
+    bow = config["features"]["bow"]
+    shards = sum(1 for job in planned if job["rule"] == "ingest_shard") or 1
+    return {**shape_sizes(shape, n_images), "images": n_images, "shard_images": n_images / shards,
+            "kmeans": bow["sample_descriptors"] * bow["words"] * bow["iterations"], "features": config["features"]}
+
+
+def units_of(job: dict, driver: str, sizes: dict) -> float:
+    if driver == "pair_dims":
+        return sizes["queries"] * sizes["references"] * feature_dimension(job["wildcards"]["feature"], sizes["features"])
+    return {"fixed": 0}.get(driver, sizes.get(driver, 0))
+
+
+def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict) -> dict[str, SimJob]:
+    jobs = {}
+    for job in planned:
+        cost = calibration.cost_of(job["rule"], job["wildcards"])
+        seconds = 0.0 if job["rule"] == "all" else cost.seconds(units_of(job, cost.driver, sizes), sizes["images"],
+                                                                 job["threads"])
+        jobs[job["name"]] = SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
+                                   tuple(job["after"]))
+    return jobs
+
+
+def print_calibration(calibration: Calibration, out=sys.stdout) -> None:
+    for build, fit in calibration.slowdown.items():
+        print(f"calibration build {build}: wall = {fit.factor:.2f} x (CPU + {fit.overhead:.2f} s) a job "
+              f"(machine load during it; Snakemake's per-job overhead)", file=out)
+    print(f"{'rule':28s} {'size driver':13s} {'fixed s':>8s} {'rate (core-s per unit)':>23s}", file=out)
+    for rule, cost in sorted(calibration.rules.items()):
+        extra = f" + {cost.per_image:.3g}/image" if cost.per_image else ""
+        print(f"{rule:28s} {cost.driver:13s} {cost.fixed:8.2f} {cost.rate:23.3g}{extra}", file=out)
+
+
+def print_projection(projection: Projection, out=sys.stdout) -> None:
+    s, p = projection.schedule, projection
+    print(f"whole release, {p.shape} shape, {p.n_images} images, {p.cores} cores: {p.hours:.2f} h", file=out)
+    print(f"  {len(p.jobs)} jobs; lower bound (all work spread over the cores): {p.lower_bound_hours:.2f} h; "
+          f"cores busy {100 * s.utilisation(p.cores):.0f} % of the makespan", file=out)
+    print("  critical path (start - end in h; shard jobs of one rule in a row shown together):", file=out)
+    for rule, names in path_runs(s.critical_path, p.jobs):
+        first, last = names[0], names[-1]
+        what = f"{rule} x{len(names)} shards" if len(names) > 1 else first
+        minutes = sum(p.jobs[n].seconds for n in names) / 60
+        print(f"    {s.start[first] / 3600:6.3f} - {s.end[last] / 3600:6.3f}  {what} ({minutes:.1f} min, "
+              f"{s.threads[first]} thread(s))", file=out)
+
+
+def path_runs(path: list[str], jobs: dict[str, SimJob]) -> list[tuple[str, list[str]]]:
+    """The critical path as runs of consecutive jobs of one rule."""
+    runs: list[tuple[str, list[str]]] = []
+    for name in path:
+        rule = jobs[name].rule
+        if runs and runs[-1][0] == rule:
+            runs[-1][1].append(name)
+        else:
+            runs.append((rule, [name]))
+    return runs
+
+
+def utilisation_png(projections: list[Projection], width: int = 900, panel: int = 260) -> bytes:
+    """Busy cores over time, one panel a projection (OpenCV: the project's figures need no matplotlib)."""
+    import cv2
+    import numpy as np
+
+    canvas = np.full((panel * len(projections) + 20, width, 3), 255, np.uint8)
+    for k, p in enumerate(projections):
+        top, left, right = k * panel + 40, 70, width - 20
+        bottom = top + panel - 80
+        cv2.rectangle(canvas, (left, top), (right, bottom), (0, 0, 0), 1)
+        _text(canvas, f"{p.shape} shape, {p.n_images} images, {p.cores} cores: {p.hours:.2f} h "
+                      f"(busy {100 * p.schedule.utilisation(p.cores):.0f} %)", (left, top - 12), 0.55)
+        span = p.schedule.makespan or 1.0
+        times = [span * i / (right - left) for i in range(right - left)]
+        for x, busy in enumerate(p.schedule.busy_cores(times)):
+            y = bottom - int((bottom - top) * busy / p.cores)
+            cv2.line(canvas, (left + x, bottom), (left + x, y), (180, 110, 40), 1)
+        _text(canvas, f"{p.cores} cores", (5, top + 12), 0.45)
+        _text(canvas, "0", (left - 15, bottom), 0.45)
+        _text(canvas, f"time (0 .. {span / 3600:.2f} h)", (left + (right - left) // 3, bottom + 22), 0.5)
+    ok, png = cv2.imencode(".png", canvas)
+    if not ok:
+        raise RuntimeError("OpenCV could not encode the figure as PNG")
+    return png.tobytes()
+
+
+def _text(canvas, text: str, origin: tuple[int, int], scale: float) -> None:
+    import cv2
+
+    cv2.putText(canvas, text, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), 1, cv2.LINE_AA)

@@ -1,0 +1,140 @@
+"""The projection of a whole build from Snakemake's DAG: the scheduler on DAGs worked out by
+hand, the DAG as Snakemake plans it, costs from job records, and `annobench bench --records`."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from annobench.projection.costs import RuleCost, calibrate, merged
+from annobench.projection.dag import planned_jobs, shape_sizes
+from annobench.projection.schedule import SimJob, simulate
+from conftest import REPO, demo_sections, run_snakemake
+
+
+def diamond() -> list[SimJob]:
+    """a (2 s) -> b (3 s, two threads) and c (4 s) -> d (1 s)."""
+    return [SimJob("a", "r", 2.0), SimJob("b", "r", 3.0, threads=2, after=("a",)),
+            SimJob("c", "r", 4.0, after=("a",)), SimJob("d", "r", 1.0, after=("b", "c"))]
+
+
+def test_two_cores_make_the_two_thread_job_wait_for_the_longer_branch():
+    # At 2 s, c (remaining path 5 s) goes before b (4 s) and takes one core; b needs both, so it
+    # starts when c ends at 6 s, ends at 9 s; d ends at 10 s. b waited for c's core: c is on the path.
+    schedule = simulate(diamond(), cores=2)
+    assert schedule.makespan == pytest.approx(10.0)
+    assert (schedule.start["b"], schedule.start["c"]) == (6.0, 2.0)
+    assert schedule.critical_path == ["a", "c", "b", "d"]
+
+
+def test_three_cores_run_both_branches_at_once():
+    schedule = simulate(diamond(), cores=3)
+    assert schedule.makespan == pytest.approx(7.0)  # a 0-2, b 2-5 beside c 2-6, d 6-7
+    assert schedule.critical_path == ["a", "c", "d"]
+    assert schedule.busy_cores([1.0, 3.0, 5.5, 6.5]) == [1, 3, 1, 1]
+    assert schedule.utilisation(3) == pytest.approx((2 + 6 + 4 + 1) / 21)
+
+
+def test_one_core_runs_a_two_thread_job_on_it_alone():
+    assert simulate(diamond(), cores=1).makespan == pytest.approx(10.0)
+
+
+def test_memory_keeps_jobs_apart_that_cores_would_run_together():
+    jobs = [SimJob("x", "r", 5.0, mem_mb=600), SimJob("y", "r", 5.0, mem_mb=600)]
+    assert simulate(jobs, cores=2, mem_mb=1200).makespan == pytest.approx(5.0)
+    assert simulate(jobs, cores=2, mem_mb=1000).makespan == pytest.approx(10.0)
+    # A job declaring more than the machine has runs with nothing else in memory.
+    big = [SimJob("x", "r", 5.0, mem_mb=5000), SimJob("y", "r", 5.0, mem_mb=10)]
+    assert simulate(big, cores=2, mem_mb=1000).makespan == pytest.approx(10.0)
+
+
+def test_a_cycle_or_a_missing_dependency_is_refused():
+    with pytest.raises(ValueError, match="cycle"):
+        simulate([SimJob("a", "r", 1.0, after=("b",)), SimJob("b", "r", 1.0, after=("a",))], cores=1)
+    with pytest.raises(ValueError, match="not given"):
+        simulate([SimJob("a", "r", 1.0, after=("z",))], cores=1)
+
+
+def test_two_build_sizes_split_a_rules_work_into_fixed_and_rate():
+    small = RuleCost("browse", "images", 1.0, 0.0, units=100, work=3.0, build="s")  # 1 + 2 + 0.01 x 100
+    large = RuleCost("browse", "images", 1.0, 0.0, units=1000, work=12.0, build="l")  # 1 + 2 + 0.01 x 1000
+    cost = merged([small, large])
+    assert cost.fixed == pytest.approx(3.0)
+    assert cost.rate == pytest.approx(0.01)
+    assert merged([large]) is large
+
+
+def test_shape_sizes_scale_the_2014_benchmark_with_the_images():
+    assert shape_sizes("2014", 510_123) == {"queries": 9_231, "references": 500_000}
+    assert shape_sizes("2016", 510_123) == {"queries": 510_123, "references": 500_000}
+
+
+@pytest.fixture(scope="module")
+def demo_config(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("demo_plan")
+    sections = demo_sections(REPO / "demo")
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump({"output": "out", **sections, "sharding": {"images_per_shard": 4}}))
+    return path
+
+
+def dry_run_counts(workdir: Path, config: Path) -> Counter:
+    """Jobs per rule from `snakemake -n`'s job stats table."""
+    done = run_snakemake(workdir, "-n", "--forceall", "--configfile", str(config))
+    table = done.stdout.split("Job stats:")[1].split("\n\n")[0]
+    counts = Counter()
+    for line in table.splitlines():
+        match = re.fullmatch(r"(\w+)\s+(\d+)", line.strip())
+        if match and match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+def test_the_planned_dag_has_snakemakes_jobs_per_rule_on_the_demo(demo_config, tmp_path):
+    planned = planned_jobs(demo_config, tmp_path / "plan", cores=2)
+    counts = Counter(job["rule"] for job in planned)
+    assert counts == dry_run_counts(tmp_path / "dry", demo_config)
+    assert counts["ingest_shard"] > 1  # several shards, so the per-shard rules repeat
+    names = {job["name"] for job in planned}
+    assert all(set(job["after"]) <= names for job in planned)
+    release = next(job for job in planned if job["rule"] == "release")
+    assert "browse" in release["after"] and release["mem_mb"] > 0
+    # features.bow.codebook_threads is 4: Snakemake caps it at --cores.
+    assert {job["threads"] for job in planned if job["rule"].startswith("bow_codebook_")} == {2}
+    # Every rule of the workflow but those for inputs the demo has not (web archives, boxes,
+    # selection truth) and the aggregate targets other rules stand for.
+    listing = run_snakemake(tmp_path / "dry", "--list-rules", "--configfile", str(demo_config)).stdout
+    listed = {line.strip() for line in listing.splitlines() if re.fullmatch(r"[a-z_0-9]+", line.strip())}
+    unused = {"warc_tables", "benchmark_boxes", "box_baselines", "selection_baselines", "ingest_all",
+              "features_all", "bow_all", "text_all", "regions_all", "benchmark_all"}
+    assert "release" in listed and listed - set(counts) <= unused
+
+
+def test_bench_prints_both_shapes_and_the_critical_path_from_records(demo_build, tmp_path):
+    plot = tmp_path / "utilisation.png"
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from annobench.cli import main; sys.exit(main())", "bench",
+         "--records", str(demo_build.parent), "--project-images", "300", "--project-cores", "4", "--plot", str(plot)],
+        cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    hours = {shape: float(h) for shape, h in
+             re.findall(r"whole release, (2014|2016) shape, 300 images, 4 cores: ([\d.]+) h", done.stdout)}
+    assert set(hours) == {"2014", "2016"} and all(h > 0 for h in hours.values())
+    assert hours["2016"] >= hours["2014"]  # more queries, the subtasks on top
+    path = done.stdout.split("whole release, 2014 shape")[1].split("whole release, 2016")[0]
+    assert "ingest_shard" in path and "release" in path
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_calibration_gives_every_recorded_rule_a_cost(demo_build):
+    calibration = calibrate([demo_build.parent])
+    recorded = {p.stem.split("-")[0] for p in (demo_build / "provenance" / "jobs").glob("*.json")}
+    assert recorded <= set(calibration.rules)
+    shard = calibration.rules["feature_gist"]
+    assert shard.driver == "shard_images" and shard.rate > 0 and shard.fixed > 0
