@@ -71,7 +71,7 @@ rule browse:
     params:
         settings=browse_settings(),
         by_shard=BROWSE_BY_SHARD,
-        code=script_code("browse.py", "annobench.release.browser.shards"),
+        code=script_code("browse.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 100,
         runtime=30 + INVENTORY.n_images // 1000,

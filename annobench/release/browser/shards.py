@@ -31,7 +31,7 @@ from annobench.release.browser.files import Site
 from annobench.release.browser.image_pages import Context, write_image_pages
 from annobench.release.browser.overlays import Palette
 from annobench.release.browser.source import PAGE_COLUMNS, Catalogue, Log, PerImage, Source
-from annobench.release.browser.writer import full_settings, write_index_site
+from annobench.release.browser.writer import full_settings, whole_site_job, write_index_site
 
 PAGES_FILE = "pages.arrow"
 
@@ -168,8 +168,17 @@ def browse_shard_job(job: Job) -> None:
     job.log(f"{count} files of shard {job.shard} in the release browser")
 
 
+def browse_job(job: Job) -> None:
+    """Rule browse: the whole site in a build of one shard; in one of several, the pages that need
+    the whole build (the image pages are the browse_shard jobs')."""
+    if job.params.get("by_shard"):
+        browse_index_job(job)
+    else:
+        whole_site_job(job)
+
+
 def browse_index_job(job: Job) -> None:
-    """Rule browse when the build has several shards: the style, index, leaderboard and grid."""
+    """The style, index, leaderboard and grid, built aside and moved into browse/."""
     partial = Path(tempfile.mkdtemp(prefix=".browse-index-", dir=Path(job.out_dir) / "work"))
     count = build_index_site(job.out_dir, partial, job.params["settings"], job.log)
     move_into_place(partial, job.out_dir / "browse", job.output_files)

@@ -84,13 +84,9 @@ def write_index_site(site: Site, settings: dict, source: Source, catalogue: Cata
     write_grid(site, settings, catalogue, log)
 
 
-def browse_job(job: Job) -> None:
-    """Rule browse: the site, built beside resized/ under a hidden name and renamed when complete
-    (its links are relative); in a build of several shards, its index, grid and style only."""
-    if job.params.get("by_shard"):
-        from annobench.release.browser.shards import browse_index_job  # shards builds on this module
-
-        return browse_index_job(job)
+def whole_site_job(job: Job) -> None:
+    """Rule browse in a build of one shard: the site, built beside resized/ under a hidden name and
+    renamed when complete (its links are relative)."""
     with atomic_path(job.output_files[0]) as partial:
         count = build_browser(job.out_dir, partial, job.params["settings"], job.log)
     job.log(f"{count} files in the release browser")
