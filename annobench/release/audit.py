@@ -88,7 +88,8 @@ BATCH = 64  # files a worker hashes per task: per-file tasks would cost more tha
 def file_digests(paths: list[Path], jobs: int = 1) -> dict[Path, str]:
     """sha256 of each file, `jobs` files at a time. Threads suffice: reading and hashlib's digest of
     large buffers release the GIL. The digests do not depend on `jobs`."""
-    batches = [paths[k:k + BATCH] for k in range(0, len(paths), BATCH)]
+    size = max(1, min(BATCH, len(paths) // (4 * max(1, jobs))))  # a few batches a thread, for a few large files
+    batches = [paths[k:k + size] for k in range(0, len(paths), size)]
 
     def hash_batch(batch: list[Path]) -> list[str]:
         return [sha256_file(path) for path in batch]

@@ -136,7 +136,7 @@ def build_browser_by_shard(source_dir: Path, browse_dir: Path, settings: dict, w
 
 def move_into_place(partial: Path, browse_dir: Path, outputs: list[str]) -> None:
     """Each declared output from the partial site to its place in browse/ (made empty when the
-    part has no file: a shard without label maps has no overlays); the partial is removed."""
+    part has no file: a shard without label maps has no overlays)."""
     for output in map(Path, outputs):
         built = partial / output.relative_to(browse_dir)
         if output.is_dir():
@@ -148,7 +148,6 @@ def move_into_place(partial: Path, browse_dir: Path, outputs: list[str]) -> None
             os.replace(built, output)
         else:
             output.mkdir()
-    shutil.rmtree(partial, ignore_errors=True)
 
 
 def browse_prepare_job(job: Job) -> None:
@@ -161,10 +160,10 @@ def browse_prepare_job(job: Job) -> None:
 
 def browse_shard_job(job: Job) -> None:
     """Rule browse_shard: one image shard's pages and overlays, built aside and moved into browse/."""
-    partial = Path(tempfile.mkdtemp(prefix=".browse-shard-", dir=Path(job.input("plan")).parent))
-    count = build_shard_pages(job.out_dir, Path(job.input("prepared")), Path(job.input("plan")), job.shard,
-                              partial, job.params["settings"], job.log)
-    move_into_place(partial, job.out_dir / "browse", job.output_files)
+    with tempfile.TemporaryDirectory(prefix=".browse-shard-", dir=Path(job.input("plan")).parent) as partial:
+        count = build_shard_pages(job.out_dir, Path(job.input("prepared")), Path(job.input("plan")), job.shard,
+                                  Path(partial), job.params["settings"], job.log)
+        move_into_place(Path(partial), job.out_dir / "browse", job.output_files)
     job.log(f"{count} files of shard {job.shard} in the release browser")
 
 
@@ -179,7 +178,8 @@ def browse_job(job: Job) -> None:
 
 def browse_index_job(job: Job) -> None:
     """The style, index, leaderboard and grid, built aside and moved into browse/."""
-    partial = Path(tempfile.mkdtemp(prefix=".browse-index-", dir=Path(job.out_dir) / "work"))
-    count = build_index_site(job.out_dir, partial, job.params["settings"], job.log)
-    move_into_place(partial, job.out_dir / "browse", job.output_files)
+    (Path(job.out_dir) / "work").mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".browse-index-", dir=Path(job.out_dir) / "work") as partial:
+        count = build_index_site(job.out_dir, Path(partial), job.params["settings"], job.log)
+        move_into_place(Path(partial), job.out_dir / "browse", job.output_files)
     job.log(f"{count} index, grid and style files in the release browser")
