@@ -208,9 +208,9 @@ def _regions(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from annobench.release.audit import main_audit
+    from annobench.release.audit import default_jobs, main_audit
 
-    return main_audit(args.release_dir, args.recompute)
+    return main_audit(args.release_dir, args.recompute, jobs=args.jobs or default_jobs())
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -468,6 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a release folder (with MANIFEST.jsonl) or a build's output folder (with provenance/)")
     audit.add_argument("--recompute", type=non_negative_int, default=0, metavar="N",
                        help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
+    audit.add_argument("--jobs", type=int, default=0, metavar="N",
+                       help="files hashed at a time (default: the cores this process may use, at most 8); "
+                            "the verdict does not depend on it")
     audit.set_defaults(handler=_audit)
 
     bench = commands.add_parser("bench", help="run the whole pipeline on N real images and print its costs")

@@ -3,6 +3,7 @@ projection for 500,000 images.
 
     python3 benchmarks/bench_browse.py [BUILD]                      # the browser of an existing build
     python3 benchmarks/bench_browse.py --images 5000 [--template T]  # of a synthetic build
+    python3 benchmarks/bench_browse.py --images 5000 --by-shard     # also the per-shard jobs' code path
 
 Without BUILD, a synthetic build of N images is made in a scratch folder
 from a real one (`--template`, default the demo build `results/demo`; the
@@ -11,11 +12,17 @@ stored image and label map of template image k % M is repeated under the id
 `imgNNNNNNN`, sharded as the workflow shards (2,000 images a shard), with
 symbolic links for the pictures. The browser is then built in a fresh
 process, so its peak memory is its own.
+
+--by-shard builds it a second time as the workflow's jobs do in a build of several shards
+(browse_prepare, then browse and one browse_shard per shard), times each part, checks that both
+trees hold the same bytes, and projects the wall time at 500,000 images on 32 cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -149,6 +156,58 @@ def child(build: Path, browse: Path, per_page: int, top_terms: int) -> None:
     print(f"{time.perf_counter() - started:.3f} {files} {peak_rss_mb():.0f}")
 
 
+def child_by_shard(build: Path, browse: Path, per_page: int, top_terms: int) -> None:
+    """Runs in a fresh process: the three rules' code in turn, each part timed; prints JSON."""
+    from annobench.core.layout import shard_name
+    from annobench.release.browser.shards import build_index_site, build_shard_pages, prepare_browser
+    from annobench.release.browser.source import Catalogue, Source
+
+    settings = {"images_per_page": per_page, "top_terms": top_terms}
+    catalogue = Catalogue.load(Source(build), per_page)
+    shards = catalogue.shard_numbers()
+    work = browse.parent / "work"
+    prepared = {shard: work / shard_name(shard) for shard in shards}
+    started = time.perf_counter()
+    prepare_browser(build, prepared, work / "plan.json", settings)
+    timings = {"prepare": time.perf_counter() - started}
+    browse.mkdir()
+    started = time.perf_counter()
+    build_index_site(build, browse, settings)
+    timings["index"] = time.perf_counter() - started
+    timings["shards"], timings["shard_images"] = [], []
+    for shard in shards:
+        started = time.perf_counter()
+        build_shard_pages(build, prepared[shard], work / "plan.json", shard, browse, settings)
+        timings["shards"].append(time.perf_counter() - started)
+        timings["shard_images"].append(int((catalogue.shards == shard).sum()))
+    timings["peak_mib"] = peak_rss_mb()
+    print(json.dumps(timings))
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def report_by_shard(timings: dict, n_images: int, single_seconds: float, same: bool, cores: int = 32) -> None:
+    shards = timings["shards"]
+    per_image = sum(shards) / max(1, sum(timings["shard_images"]))
+    print(f"by shard: prepare {timings['prepare']:.2f} s, index/grid/style {timings['index']:.2f} s, "
+          f"{len(shards)} shard jobs {min(shards):.2f}-{max(shards):.2f} s "
+          f"({1000 * per_image:.2f} ms/image, shards of {min(timings['shard_images']):,}-"
+          f"{max(timings['shard_images']):,} images); peak {timings['peak_mib']:.0f} MiB; "
+          f"same bytes as one job: {'yes' if same else 'NO'}")
+    scale = PROJECTED_IMAGES / n_images
+    n_shards = shard_count(PROJECTED_IMAGES)
+    shard_seconds = per_image * PROJECTED_IMAGES / n_shards
+    waves = math.ceil(n_shards / cores)
+    prepare, index = timings["prepare"] * scale, timings["index"] * scale
+    wall = prepare + max(index, waves * shard_seconds)
+    print(f"  projected for {PROJECTED_IMAGES:,} images, {n_shards} shards, {cores} cores: prepare "
+          f"{prepare / 60:.1f} min, then {n_shards} shard jobs of {shard_seconds:.1f} s in {waves} waves "
+          f"({waves * shard_seconds / 60:.1f} min) beside the index job ({index / 60:.1f} min): "
+          f"{wall / 60:.1f} min wall, against {single_seconds * scale / 60:.1f} min as one job")
+
+
 def report(build: Path, browse: Path, seconds: float, peak: str) -> None:
     n_images = sum(pq.read_metadata(f).num_rows for f in (build / "tables" / "images").glob("*.parquet"))
     files = [p for p in browse.rglob("*") if p.is_file()]
@@ -176,10 +235,15 @@ def main() -> None:
     parser.add_argument("--template", type=Path, default=TEMPLATE, help="the build the synthetic one repeats")
     parser.add_argument("--images-per-page", type=int, default=100)
     parser.add_argument("--top-terms", type=int, default=20)
+    parser.add_argument("--by-shard", action="store_true", help="also the per-shard jobs' code path")
     parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-by-shard", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child, args.images_per_page, args.top_terms)
+        return
+    if args.child_by_shard:
+        child_by_shard(*args.child_by_shard, args.images_per_page, args.top_terms)
         return
     with tempfile.TemporaryDirectory(prefix="bench-browse-") as scratch:
         work = Path(scratch)
@@ -200,6 +264,17 @@ def main() -> None:
                                 check=True, stdout=subprocess.PIPE, text=True)
         seconds, _, peak = result.stdout.split()[-3:]
         report(build, site / "browse", float(seconds), peak)
+        if args.by_shard:
+            sharded = work / "sharded"
+            sharded.mkdir()
+            (sharded / "resized").symlink_to((build / "resized").resolve(), target_is_directory=True)
+            result = subprocess.run([sys.executable, __file__, "--child-by-shard", str(build),
+                                     str(sharded / "browse"), "--images-per-page", str(args.images_per_page),
+                                     "--top-terms", str(args.top_terms)], check=True, stdout=subprocess.PIPE,
+                                    text=True)
+            n_images = sum(pq.read_metadata(f).num_rows for f in (build / "tables" / "images").glob("*.parquet"))
+            same = tree(site / "browse") == tree(sharded / "browse")
+            report_by_shard(json.loads(result.stdout.splitlines()[-1]), n_images, float(seconds), same)
 
 
 if __name__ == "__main__":

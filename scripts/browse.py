@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule browse; the work is annobench.release.browser.writer.browse_job."""
+"""Snakemake entry point of rule browse; the work is annobench.release.browser.shards.browse_job."""
 
 import sys
 from pathlib import Path
@@ -6,6 +6,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
 from annobench.core.jobs import run_snakemake_job  # noqa: E402
-from annobench.release.browser.writer import browse_job  # noqa: E402
+from annobench.release.browser.shards import browse_job  # noqa: E402
 
 run_snakemake_job(snakemake, browse_job)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from annobench.release.assemble import CRATE, HEADER, JOBS, MANIFEST
-from annobench.release.audit import audit, main_audit, read_jobs, read_manifest
+import annobench.release.audit as audit_module
+from annobench.release.audit import audit, audit_build, main_audit, read_jobs, read_manifest
 from conftest import demo_build_in, run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -77,6 +78,21 @@ def test_tampered_missing_or_extra_files_fail_the_audit_by_name(release, tmp_pat
     assert code == 1
     kind = {"byte": "tampered", "delete": "missing", "add": "extra"}[damage]
     assert f"{kind}: {victim}" in report
+
+
+def test_hashing_on_several_threads_finds_the_same_problems(release, demo_build, tmp_path, monkeypatch):
+    monkeypatch.setattr(audit_module, "BATCH", 2)  # batches of two files: the threads share the demo's few
+    copy = copy_of(release, tmp_path)
+    pages = sorted((copy / "browse").rglob("*.html"))
+    for page in pages[::5]:  # tampered: same size, one byte changed
+        data = bytearray(page.read_bytes())
+        data[-2] ^= 0x01
+        page.write_bytes(bytes(data))
+    (copy / "tables/gist/shard-00000.parquet").unlink()
+    one, four = audit(copy, jobs=1), audit(copy, jobs=4)
+    assert len([p for p in one if p.kind == "tampered"]) == len(pages[::5])
+    assert four == one
+    assert audit_build(demo_build, jobs=1) == audit_build(demo_build, jobs=4) == ([], audit_build(demo_build)[1])
 
 
 def test_editing_a_raw_input_after_the_build_makes_outputs_stale(tmp_path):

@@ -13,6 +13,7 @@ import random
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,33 +45,65 @@ def _read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def audit(release_dir: Path | str, recompute: int = 0, seed: int = 0) -> list[Problem]:
+def audit(release_dir: Path | str, recompute: int = 0, seed: int = 0, jobs: int = 1) -> list[Problem]:
     release_dir = Path(release_dir)
     if not (release_dir / MANIFEST).is_file():
         return [Problem("missing", MANIFEST, "not a release folder: no manifest")]
     entries = read_manifest(release_dir)
-    problems = check_files(release_dir, entries) + check_lineage(entries, read_jobs(release_dir))
+    problems = check_files(release_dir, entries, jobs) + check_lineage(entries, read_jobs(release_dir))
     if recompute:
         problems += recompute_jobs(release_dir, entries, recompute, seed)
     return problems
 
 
-def check_files(release_dir: Path, entries: list[dict]) -> list[Problem]:
+def check_files(release_dir: Path, entries: list[dict], jobs: int = 1) -> list[Problem]:
     problems, listed = [], set()
-    for entry in (e for e in entries if e["released"]):
+    released = [e for e in entries if e["released"]]
+    digests = file_digests([release_dir / e["path"] for e in released if _worth_hashing(release_dir, e)], jobs)
+    for entry in released:
         listed.add(entry["path"])
         path = release_dir / entry["path"]
         if not path.is_file():
             problems.append(Problem("missing", entry["path"], "listed in the manifest, not in the release"))
         elif entry["sha256"] is None:  # the manifest itself
             continue
-        elif path.stat().st_size != entry["size"] or sha256_file(path) != entry["sha256"]:
+        elif path.stat().st_size != entry["size"] or digests[path] != entry["sha256"]:
             problems.append(Problem("tampered", entry["path"], "its bytes differ from the manifest's sha256"))
     for path in sorted(p for p in release_dir.rglob("*") if p.is_file()):
         relative = path.relative_to(release_dir).as_posix()
         if relative not in listed:
             problems.append(Problem("extra", relative, "in the release, not in the manifest"))
     return problems
+
+
+def _worth_hashing(folder: Path, entry: dict) -> bool:
+    """A listed file that is there with its size: only its bytes can tell whether it changed."""
+    path = folder / entry["path"]
+    return entry["sha256"] is not None and path.is_file() and path.stat().st_size == entry["size"]
+
+
+BATCH = 64  # files a worker hashes per task: per-file tasks would cost more than small files' hashes
+
+
+def file_digests(paths: list[Path], jobs: int = 1) -> dict[Path, str]:
+    """sha256 of each file, `jobs` files at a time. Threads suffice: reading and hashlib's digest of
+    large buffers release the GIL. The digests do not depend on `jobs`."""
+    size = max(1, min(BATCH, len(paths) // (4 * max(1, jobs))))  # a few batches a thread, for a few large files
+    batches = [paths[k:k + size] for k in range(0, len(paths), size)]
+
+    def hash_batch(batch: list[Path]) -> list[str]:
+        return [sha256_file(path) for path in batch]
+
+    if jobs <= 1 or len(batches) <= 1:
+        results = map(hash_batch, batches)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(hash_batch, batches))
+    return dict(zip(paths, (digest for batch in results for digest in batch)))
+
+
+def default_jobs() -> int:
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def check_lineage(entries: list[dict], jobs: dict[str, dict]) -> list[Problem]:
@@ -213,24 +246,27 @@ def is_build_folder(folder: Path) -> bool:
     return not (folder / MANIFEST).is_file() and (folder / RECORDS).is_dir()
 
 
-def audit_build(out_dir: Path | str) -> tuple[list[Problem], int]:
+def audit_build(out_dir: Path | str, jobs: int = 1) -> tuple[list[Problem], int]:
     """Every file a job record says its job wrote: still there, with the bytes recorded?
     Returns the problems and the number of files checked."""
     out_dir, problems, checked = Path(out_dir), [], 0
-    for record in load_records(out_dir):
+    records = load_records(out_dir)
+    outputs = [output for record in records for output in record["outputs"]]
+    digests = file_digests([out_dir / o["path"] for o in outputs if _worth_hashing(out_dir, o)], jobs)
+    for record in records:
         job = job_name(record)
         for output in record["outputs"]:
             checked += 1
             path = out_dir / output["path"]
             if not path.is_file():
                 problems.append(Problem("missing", output["path"], f"made by job {job} (rule {record['rule']})"))
-            elif path.stat().st_size != output["size"] or sha256_file(path) != output["sha256"]:
+            elif path.stat().st_size != output["size"] or digests[path] != output["sha256"]:
                 problems.append(Problem("differs", output["path"], f"not the bytes job {job} recorded"))
     return problems, checked
 
 
-def main_audit_build(out_dir: Path, out=sys.stdout) -> int:
-    problems, checked = audit_build(out_dir)
+def main_audit_build(out_dir: Path, out=sys.stdout, jobs: int = 1) -> int:
+    problems, checked = audit_build(out_dir, jobs)
     for problem in problems:
         print(problem, file=out)
     # Snakemake takes targets relative to its working directory, where this is run from.
@@ -245,13 +281,13 @@ def main_audit_build(out_dir: Path, out=sys.stdout) -> int:
     return 1 if problems else 0
 
 
-def main_audit(release_dir: str, recompute: int, out=sys.stdout) -> int:
+def main_audit(release_dir: str, recompute: int, out=sys.stdout, jobs: int = 1) -> int:
     if is_build_folder(Path(release_dir)):
         if recompute:
             print("annobench: --recompute checks a release; a build folder's jobs rerun with snakemake", file=out)
             return 2
-        return main_audit_build(Path(release_dir), out)
-    problems = audit(release_dir, recompute)
+        return main_audit_build(Path(release_dir), out, jobs)
+    problems = audit(release_dir, recompute, jobs=jobs)
     entries = read_manifest(Path(release_dir)) if (Path(release_dir) / MANIFEST).is_file() else []
     for problem in problems:
         print(problem, file=out)

@@ -142,3 +142,29 @@ def selection_files(name):
 def browse_settings():
     """The browser's settings: release.browse with the release's title."""
     return {**config["release"]["browse"], "title": config["release"]["title"]}
+
+
+# The browser's image pages run as one job per image shard when there are several (issue 29).
+BROWSE_BY_SHARD = bool(config["release"]["browse"]["enabled"]) and INVENTORY.n_shards > 1
+BROWSE_PARTS = ["images", "overlays"] if config["input"]["segmentations"] else ["images"]
+
+
+def browse_shard_inputs(wildcards):
+    """A browse_shard job reads its shard's prepared folder and files, and every shard's images (the
+    catalogue: each page links its neighbours and grid page)."""
+    from annobench.release.browser.source import PER_IMAGE
+
+    tables = ["images"]
+    if TEXT_PLAN:
+        tables += [t for t in TEXT_TABLES if t in PER_IMAGE]
+    if config["input"]["segmentations"]:
+        tables += [t for t in REGION_TABLES if t in PER_IMAGE]
+    files = {
+        "prepared": out(f"work/browse/shard-{wildcards.shard}"),
+        "plan": out("work/browse/plan.json"),
+        "catalogue": expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+        "tables": [out(layout.table_file(t, wildcards.shard)) for t in tables if t != "images"],
+    }
+    if config["input"]["segmentations"]:
+        files["maps"] = out(f"segmentations/shard-{wildcards.shard}")
+    return files

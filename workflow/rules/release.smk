@@ -2,21 +2,75 @@
 # a Croissant file and a dataset card (issue 13), and a static browser of the data.
 
 
-rule browse:
+BROWSE_INPUTS = [
+    rules.ingest_all.input,
+    rules.duplicates.output,
+    rules.features_all.input,
+    rules.bow_all.input,
+    rules.text_all.input,
+    rules.regions_all.input,
+    rules.benchmark_all.input,
+]
+
+
+rule browse_prepare:
+    # Several shards only: the non-sharded per-image tables regrouped by image shard, once.
     input:
-        rules.ingest_all.input,
-        rules.duplicates.output,
-        rules.features_all.input,
-        rules.bow_all.input,
-        rules.text_all.input,
-        rules.regions_all.input,
-        rules.benchmark_all.input,
+        BROWSE_INPUTS,
     output:
-        directory(out("browse")),
+        shards=[directory(out(f"work/browse/shard-{shard}")) for shard in SHARDS],
+        plan=out("work/browse/plan.json"),
+    log:
+        out("logs/browse_prepare.log"),
+    params:
+        settings=browse_settings(),
+        code=script_code("browse_prepare.py"),
+    resources:
+        mem_mb=1024 + INVENTORY.n_images // 100,
+        runtime=30 + INVENTORY.n_images // 5000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/browse_prepare.py"
+
+
+rule browse_shard:
+    # Several shards only: one image shard's pages and overlays, in place under browse/.
+    input:
+        unpack(browse_shard_inputs),
+    output:
+        [directory(out(f"browse/{part}/shard-{{shard}}")) for part in BROWSE_PARTS],
+    log:
+        out("logs/browse/shard-{shard}.log"),
+    params:
+        settings=browse_settings(),
+        code=script_code("browse_shard.py"),
+    resources:
+        mem_mb=1024 + INVENTORY.n_images // 1000,
+        runtime=30,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/browse_shard.py"
+
+
+rule browse:
+    # One shard: the whole site. Several: the pages that need the whole build (index, grid,
+    # leaderboard, style), beside the browse_shard jobs.
+    input:
+        BROWSE_INPUTS,
+    output:
+        (
+            [out("browse/index.html"), out("browse/style.css"), directory(out("browse/grid"))]
+            + ([out("browse/leaderboard.html")] if BENCHMARK_ON else [])
+        )
+        if BROWSE_BY_SHARD
+        else [directory(out("browse"))],
     log:
         out("logs/browse.log"),
     params:
         settings=browse_settings(),
+        by_shard=BROWSE_BY_SHARD,
         code=script_code("browse.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 100,
@@ -25,6 +79,11 @@ rule browse:
         "../../envs/annobench.yaml"
     script:
         "../../scripts/browse.py"
+
+
+BROWSE_OUTPUTS = rules.browse.output + (
+    expand(out("browse/{part}/shard-{shard}"), part=BROWSE_PARTS, shard=SHARDS) if BROWSE_BY_SHARD else []
+)
 
 
 rule release:
@@ -36,7 +95,7 @@ rule release:
         rules.text_all.input,
         rules.regions_all.input,
         rules.benchmark_all.input,
-        rules.browse.output if config["release"]["browse"]["enabled"] else [],
+        BROWSE_OUTPUTS if config["release"]["browse"]["enabled"] else [],
     output:
         # The manifest stands for the folder: a directory() output would get
         # Snakemake's .snakemake_timestamp marker, a file no manifest lists.

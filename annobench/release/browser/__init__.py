@@ -10,5 +10,6 @@ the page of each image; `overlays` colours the regions and draws them as
 PNGs; `box_overlays` draws the truth and box-run boxes as inline SVG;
 `charts` draws the SVG bar and column charts; `markup` escapes, templates
 and styles the HTML; `files` names the site's files, links them and writes
-them.
+them; `shards` splits the work into the jobs of a build of several shards
+(a regrouping job, one job per image shard, the index job).
 """

@@ -324,8 +324,9 @@ class Context:
     pages: pa.Table | None
 
 
-def write_image_pages(context: Context, log: Log) -> None:
-    shards = context.catalogue.shard_numbers()
+def write_image_pages(context: Context, log: Log, only: int | None = None) -> None:
+    """The page of every image, shard by shard (`only`: of that shard alone)."""
+    shards = [s for s in context.catalogue.shard_numbers() if only is None or s == only]
     for number_done, shard in enumerate(shards, 1):
         data = load_shard(context.per_image, context.pages, shard, max_run_boxes(context.settings))
         images = context.per_image.read("images", shard)

@@ -21,6 +21,7 @@ from annobench.core.tables import META_ARTEFACT, read_metadata
 from annobench.release.browser.files import image_page_path
 
 RUN_COLUMNS = ("image_id", "concept", "score", "decision")
+PAGE_COLUMNS = ["page_id", "title", "status"]  # what an image page shows of a page
 
 Log = Callable[[str], None]
 
@@ -167,15 +168,23 @@ class PerImage:
     """Reads a per-image table for one image shard: straight from its shard file when the
     table is split by shard, else from a copy regrouped by shard in a scratch folder."""
 
-    def __init__(self, source: Source, catalogue: Catalogue, scratch: Path, top_terms: int, log: Log):
+    def __init__(self, source: Source, catalogue: Catalogue, scratch: Path, top_terms: int, log: Log,
+                 regroup: bool = True):
+        """regroup=False: the non-sharded tables were regrouped before (by rule browse_prepare)
+        and are added with `adopt`."""
         self.source, self.catalogue, self.scratch, self.log = source, catalogue, scratch, log
         self.filters = {"text_terms": ds.field("rank") <= top_terms}
         self.sharded: dict[str, dict[int, Path]] = {}
         self.bucketed: set[str] = set()
+        self.runs, self.box_runs = [], []
         for name, columns in PER_IMAGE.items():
             if name == "text_terms" and top_terms <= 0:
                 continue
-            self.add(name, source.files(name), columns, self.filters.get(name), source.shard_files(name))
+            shard_files = source.shard_files(name)
+            if regroup or shard_files:
+                self.add(name, source.files(name), columns, self.filters.get(name), shard_files)
+        if not regroup:
+            return
         runs = source.runs()
         self.runs = sorted(runs)
         for name, path in sorted(runs.items()):
@@ -211,6 +220,11 @@ class PerImage:
 
         ds.write_dataset(with_shards(), self.folder(key), schema=schema, format="ipc", use_threads=False,
                          partitioning=ds.partitioning(pa.schema([schema.field("browse_shard")])))
+
+    def adopt(self, bucketed: list[str], runs: list[str], box_runs: list[str]) -> None:
+        """Take the tables regrouped by an earlier job (their files already under `scratch`)."""
+        self.bucketed.update(bucketed)
+        self.runs, self.box_runs = list(runs), list(box_runs)
 
     def folder(self, key: str) -> Path:
         return self.scratch / hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]

@@ -28,13 +28,13 @@ from pathlib import Path
 
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
-from annobench.release.browser.figures import collect_figures
+from annobench.release.browser.figures import Figures, collect_figures
 from annobench.release.browser.files import Site
 from annobench.release.browser.image_pages import Context, write_image_pages
 from annobench.release.browser.index_pages import index_html, leaderboard_html, write_grid
 from annobench.release.browser.markup import STYLE
 from annobench.release.browser.overlays import Palette
-from annobench.release.browser.source import Catalogue, Log, PerImage, Source
+from annobench.release.browser.source import PAGE_COLUMNS, Catalogue, Log, PerImage, Source
 
 DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_boxes": 20}
 
@@ -47,10 +47,15 @@ def browser_settings(config: dict) -> dict:
     return settings
 
 
+def full_settings(settings: dict) -> dict:
+    return {**DEFAULTS, "title": "annobench release", **settings}
+
+
 def build_browser(source_dir: Path, browse_dir: Path, settings: dict, log: Log = lambda line: None) -> int:
     """Write the static browser of the build in `source_dir` into the new folder `browse_dir`
-    (which must sit next to the stored images' `resized/`); return the number of files written."""
-    settings = {**DEFAULTS, "title": "annobench release", **settings}
+    (which must sit next to the stored images' `resized/`); return the number of files written.
+    The whole site in one process: the reference the per-shard jobs (browser.shards) must match."""
+    settings = full_settings(settings)
     source = Source(Path(source_dir))
     browse_dir = Path(browse_dir)
     browse_dir.mkdir(parents=True, exist_ok=False)
@@ -60,22 +65,28 @@ def build_browser(source_dir: Path, browse_dir: Path, settings: dict, log: Log =
     with tempfile.TemporaryDirectory(prefix="annobench-browse-") as scratch:
         per_image = PerImage(source, catalogue, Path(scratch), int(settings["top_terms"]), log)
         figures = collect_figures(source, catalogue, per_image.runs, log)
-        leaderboard = source.table("leaderboard")
-        site.write("style.css", STYLE)
-        site.write("index.html", index_html(settings, source, catalogue, figures, leaderboard is not None))
-        if leaderboard is not None:
-            site.write("leaderboard.html", leaderboard_html(settings, leaderboard))
-        write_grid(site, settings, catalogue, log)
+        write_index_site(site, settings, source, catalogue, figures, log)
         context = Context(settings, source, catalogue, per_image, Palette(figures.labels_by_frequency()), site,
-                          source.table("pages", ["page_id", "title", "status"]))
+                          source.table("pages", PAGE_COLUMNS))
         write_image_pages(context, log)
     log(f"browse: {site.files:,} files written")
     return site.files
 
 
-def browse_job(job: Job) -> None:
-    """Rule browse: the site, built beside resized/ under a hidden name and renamed when complete
-    (its links are relative)."""
+def write_index_site(site: Site, settings: dict, source: Source, catalogue: Catalogue, figures: Figures,
+                     log: Log) -> None:
+    """The pages that need the whole build: style, index, leaderboard and the grid."""
+    leaderboard = source.table("leaderboard")
+    site.write("style.css", STYLE)
+    site.write("index.html", index_html(settings, source, catalogue, figures, leaderboard is not None))
+    if leaderboard is not None:
+        site.write("leaderboard.html", leaderboard_html(settings, leaderboard))
+    write_grid(site, settings, catalogue, log)
+
+
+def whole_site_job(job: Job) -> None:
+    """Rule browse in a build of one shard: the site, built beside resized/ under a hidden name and
+    renamed when complete (its links are relative)."""
     with atomic_path(job.output_files[0]) as partial:
         count = build_browser(job.out_dir, partial, job.params["settings"], job.log)
     job.log(f"{count} files in the release browser")
