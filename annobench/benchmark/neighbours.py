@@ -28,6 +28,11 @@ How a block is searched, and why the answer is exact:
 So the result is the k smallest exact distances, ties broken by the lower
 index, and it does not depend on the block sizes, the chunking of the
 reference or the BLAS library (tests compare against brute force).
+
+For the same reason a search split into test blocks x training blocks
+(separate jobs, neighbour_blocks) merges exactly: each part keeps its k
+smallest (exact squared distance, index) pairs, and the k smallest of their
+union are the k smallest overall, indices ordered block by block.
 """
 
 from __future__ import annotations
@@ -62,19 +67,32 @@ def nearest_neighbours(
     queries: np.ndarray,
     reference_blocks: Iterable[np.ndarray],
     k: int,
+    **search: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest reference rows of every query, by Euclidean distance:
+    nearest_squared's indices, and its exact distances rounded to float32."""
+    indices, squared = nearest_squared(queries, reference_blocks, k, **search)
+    return indices, np.sqrt(squared).astype(np.float32)
+
+
+def nearest_squared(
+    queries: np.ndarray,
+    reference_blocks: Iterable[np.ndarray],
+    k: int,
     query_block: int = 1024,
     reference_block: int = DEFAULT_REFERENCE_BLOCK,
     margin: int = DEFAULT_MARGIN,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The k nearest reference rows of every query, by Euclidean distance.
+    """The k nearest reference rows of every query: (indices, squared distances).
 
     queries: (n, d) array; reference_blocks: consecutive (m_i, d) chunks of the
     reference set, read once. Both are converted to float32 and distances are
-    those of the float32 vectors. Returns (indices int64 (n, k), distances
-    float32 (n, k)): global row numbers in the concatenated reference, sorted
-    by exact (float64) distance, ties broken by the lower index; distances
-    are the exact values rounded to float32. Raises NeighbourError when the
-    reference has fewer than k rows.
+    those of the float32 vectors. Returns (indices int64 (n, k), squared
+    distances float64 (n, k)): global row numbers in the concatenated
+    reference, sorted by exact (float64) distance, ties broken by the lower
+    index, and those exact values, so that lists searched apart merge
+    exactly (neighbour_blocks). Raises NeighbourError when the reference has
+    fewer than k rows.
 
     Memory: a query_block x reference_block float32 product (plus its int64
     argpartition), one reference slice, and the (n, k) running best; blocks
@@ -109,7 +127,7 @@ def nearest_neighbours(
         offset += len(block)
     if offset < k:
         raise NeighbourError(f"the reference has {offset} rows, fewer than k = {k}")
-    return best_index, np.sqrt(best_sq).astype(np.float32)
+    return best_index, best_sq
 
 
 def product_error_bound(dimension: int, query_norms: np.ndarray, max_reference_norm: float) -> np.ndarray:
@@ -262,11 +280,13 @@ def nearest_in_tables(
     k: int,
     ids_wanted: set[str] | None = None,
     column: str = "vector",
+    squared: bool = False,
     **search: int,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """nearest_neighbours against feature tables: (reference ids, indices, distances).
 
-    indices point into the returned list of reference ids (file order).
+    indices point into the returned list of reference ids (file order);
+    with `squared`, the distances are nearest_squared's.
     """
     reference_ids: list[str] = []
 
@@ -275,5 +295,6 @@ def nearest_in_tables(
             reference_ids.extend(ids)
             yield block
 
-    indices, distances = nearest_neighbours(queries, arrays(), k, **search)
+    search_function = nearest_squared if squared else nearest_neighbours
+    indices, distances = search_function(queries, arrays(), k, **search)
     return reference_ids, indices, distances
