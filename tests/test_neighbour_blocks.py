@@ -162,7 +162,7 @@ def test_neighbours_in_blocks_are_the_bytes_of_one_search(tmp_path):
     assert len(before) >= 4 and not (tmp_path / "out" / "work" / "neighbour_blocks").exists()
     shutil.rmtree(folder)
     config = blocks_config(tmp_path, 4, 2)
-    targets = [str(folder / name) for name in before]
+    targets = [f"out/work/neighbours/{name}" for name in before]
     run_snakemake(tmp_path, *targets, "--cores", "2", "--configfile", str(config))
     assert len(list((tmp_path / "out" / "work" / "neighbour_blocks").rglob("*.parquet"))) >= 4 * len(before)
     assert {path.name: path.read_bytes() for path in sorted(folder.glob("*.parquet"))} == before
