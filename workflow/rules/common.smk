@@ -184,13 +184,15 @@ def neighbour_block_images(side, block):
 
 
 # Minutes a neighbour search may take per (image, image) pair of its blocks at 5,000 dimensions:
-# 0.3 n test x 0.6 n training products at the measured rate (README, Benchmarks), times three.
+# 1.7e-7 s per (test, training) pair measured (837 s for 10,000 x 500,000, README, Benchmarks),
+# 0.3 of a block's images test and 0.6 training, times four (slower cores, unlucky vectors).
 NEIGHBOUR_MINUTES_PER_PAIR = 2e-9
 
 
 def neighbour_block_resources(wildcards, what):
-    """mem_mb / runtime of a part: the test vectors of its test block are held (5,000 float32
-    a test image, with room to spare), the training vectors streamed."""
+    """mem_mb / runtime of a part: the test vectors of its test block are held (20 kB at
+    5,000 float32 a vector: 24 kB an image covers every image a test image), the training
+    vectors streamed; measured 712 MiB for 6,000 test images of 5,000-d."""
     test = neighbour_block_images("test", wildcards.test_block)
     if what == "mem_mb":
         return 1024 + (24 * test) // 1000
