@@ -20,7 +20,9 @@ How a block is searched, and why the answer is exact:
    exact distance. The bound (`product_error_bound`) is the standard
    worst-case error of a d-term dot product, so no row that could be among
    the k nearest is ever dropped, whatever the BLAS does; the margin only
-   keeps that second, irregular set small.
+   keeps that second, irregular set small. Once every query has k
+   neighbours, one sweep does both: only rows whose approximate distance is
+   within the bound of the current k-th best can enter.
 3. Exact distances of the candidates are recomputed in float64 from the
    float32 vectors as sum((q - r)^2), one row at a time in a fixed order, and
    merged with the running best k of each query by (distance, global index).
@@ -173,6 +175,8 @@ def _search_slice(queries, query_sq, reference, reference_sq, first_index, best_
     approx += query_sq.astype(np.float32)[:, None]
     tolerance = product_error_bound(
         queries.shape[1], np.sqrt(query_sq), float(np.sqrt(reference_sq.max())))[:, None]
+    if np.isfinite(best_sq[:, -1]).all():
+        return _sweep_slice(queries, reference, approx, tolerance, first_index, best_index, best_sq)
 
     # Step 2a: the `width` best approximate rows of each query, kept only if
     # they may still beat the current k-th best.
@@ -200,6 +204,18 @@ def _search_slice(queries, query_sq, reference, reference_sq, first_index, best_
         np.concatenate([best_index, top + first_index], axis=1).ravel(), extra_r + first_index])
     merged_sq = np.concatenate([np.concatenate([best_sq, top_sq], axis=1).ravel(), extra_sq])
     return _k_smallest_per_row(merged_q, merged_index, merged_sq, n_rows, k)
+
+
+def _sweep_slice(queries, reference, approx, tolerance, first_index, best_index, best_sq):
+    """Once every query has k neighbours, one pass: a row can only enter the best k if its exact
+    distance is at most the current k-th best, so its approximate one is within the error bound
+    of it; no partial sort, and no candidate beyond those."""
+    k = best_index.shape[1]
+    q_rows, r_rows = np.nonzero(approx <= best_sq[:, -1:] + tolerance)
+    merged_q = np.concatenate([np.repeat(np.arange(len(queries)), k), q_rows])
+    merged_index = np.concatenate([best_index.ravel(), r_rows + first_index])
+    merged_sq = np.concatenate([best_sq.ravel(), _exact_sq(queries, reference, q_rows, r_rows)])
+    return _k_smallest_per_row(merged_q, merged_index, merged_sq, len(queries), k)
 
 
 def _exact_sq(queries, reference, q_rows, r_rows) -> np.ndarray:
