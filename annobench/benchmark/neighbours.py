@@ -138,16 +138,21 @@ def product_error_bound(dimension: int, query_norms: np.ndarray, max_reference_n
 
     A d-term float32 dot product errs by at most gamma_d * sum|q_i r_i| <=
     gamma_d ||q|| ||r|| (gamma_d = d u / (1 - d u), u = 2^-24, whatever the
-    summation order or blocking); the two squared norms rounded to float32
-    and the two float32 additions combining the terms add at most 3u (1 +
-    gamma_d) (||q|| + ||r||)^2, and the float64 "exact" value is within
-    (d + 2) 2^-53 of its own sum (covered by one more u).
+    summation order or blocking), so the term -2 q.r by 2 gamma_d ||q|| ||r||
+    (the scaling by -2 is exact); the two squared norms rounded to float32
+    and the two float32 additions combining the terms, each at most (1 +
+    gamma_d) (||q|| + ||r||)^2 in size, add at most 3u (1 + gamma_d)(1 + u)
+    (||q|| + ||r||)^2 (4u (1 + gamma_d) taken), and the float64 "exact" value
+    is within (d + 2) 2^-53 of its own sum (covered by one more u). Before
+    issue 29 the first term was gamma_d (||q|| + ||r||)^2, twice as wide for
+    vectors of one norm, so twice the candidates on near duplicates.
     """
     u = FLOAT32_UNIT_ROUNDOFF
     if dimension * u >= 0.5:
         raise NeighbourError(f"dimension {dimension} is too large for a float32 error bound")
     gamma = dimension * u / (1.0 - dimension * u)
-    return (gamma + 3 * u * (1 + gamma) + u) * (query_norms + max_reference_norm) ** 2
+    rounding = (4 * u * (1 + gamma) + u) * (query_norms + max_reference_norm) ** 2
+    return 2 * gamma * query_norms * max_reference_norm + rounding
 
 
 def _as_matrix(values: np.ndarray, what: str) -> np.ndarray:
