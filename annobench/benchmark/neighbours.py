@@ -112,7 +112,7 @@ def nearest_squared(
     n, dimension = queries.shape
     best_index = np.full((n, k), NO_INDEX, dtype=np.int64)
     best_sq = np.full((n, k), np.inf)
-    query_sq = _squared_norms(queries)
+    query_sq = _finite_norms(queries, "queries")
     offset = 0
     for number, block in enumerate(reference_blocks):
         block = _as_matrix(block, f"reference block {number}")
@@ -121,7 +121,7 @@ def nearest_squared(
                 f"reference block {number} has {block.shape[1]} columns, the queries {dimension}")
         for start in range(0, len(block), reference_block):
             reference = block[start:start + reference_block]
-            reference_sq = _squared_norms(reference)
+            reference_sq = _finite_norms(reference, f"reference block {number}")
             for q0 in range(0, n, query_block):
                 rows = slice(q0, q0 + query_block)
                 best_index[rows], best_sq[rows] = _search_slice(
@@ -161,10 +161,16 @@ def _as_matrix(values: np.ndarray, what: str) -> np.ndarray:
         raise NeighbourError(f"{what} must be a 2-D array (rows, dimension), got shape {values.shape}")
     if values.dtype.kind not in "fiu":
         raise NeighbourError(f"{what} must be numeric, got {values.dtype}")
-    values = np.ascontiguousarray(values, dtype=np.float32)
-    if not np.isfinite(values).all():
+    return np.ascontiguousarray(values, dtype=np.float32)
+
+
+def _finite_norms(values: np.ndarray, what: str) -> np.ndarray:
+    """Squared norms in float64, which are finite exactly when every float32 value is (their
+    squares cannot overflow float64): the check costs no pass of its own over the vectors."""
+    norms = _squared_norms(values)
+    if not np.isfinite(norms).all():
         raise NeighbourError(f"{what} holds NaN or infinite values")
-    return values
+    return norms
 
 
 def _squared_norms(values: np.ndarray) -> np.ndarray:
@@ -317,6 +323,24 @@ def nearest_in_tables(
             reference_ids.extend(ids)
             yield block
 
+    rows = search.get("reference_block", DEFAULT_REFERENCE_BLOCK)
+
     search_function = nearest_squared if squared else nearest_neighbours
-    indices, distances = search_function(queries, arrays(), k, **search)
+    indices, distances = search_function(queries, rebatched(arrays(), rows), k, **search)
     return reference_ids, indices, distances
+
+
+def rebatched(blocks: Iterable[np.ndarray], rows: int) -> Iterator[np.ndarray]:
+    """The same rows in blocks of `rows` (the last shorter): record batches, filtered to the
+    training images, come in a few thousand rows or fewer, and every slice's k best candidates
+    are recomputed exactly, so full slices cost fewer recomputations per row."""
+    pending, held = [], 0
+    for block in blocks:
+        pending.append(block)
+        held += len(block)
+        while held >= rows:
+            joined = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            yield joined[:rows]
+            pending, held = [joined[rows:]], held - rows
+    if held:
+        yield np.concatenate(pending)
