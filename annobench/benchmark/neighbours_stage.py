@@ -31,43 +31,86 @@ def split_ids(splits_path: str, split: str) -> set[str]:
 
 def build_neighbours(feature_tables: list[str], splits_path: str, k: int, settings: dict, out_path: str,
                      log) -> None:
-    """The k nearest training images of every test image on one feature, by blocked matrix products
-    over the training vectors streamed table by table."""
-    from annobench.benchmark.neighbours import nearest_in_tables, vector_blocks
+    """The k nearest training images of every test image on one feature, in one job: the search
+    as one part (blocked matrix products over the training vectors streamed table by table)."""
+    from annobench.benchmark.neighbour_blocks import search_part
 
+    train, test = _train_and_test(splits_path)
+    part = search_part(feature_tables, feature_tables, test, train, k, settings)
+    write_neighbours([[part]], min(k, len(train)), settings, out_path)
+    log(f"{part.num_rows} test images, {len(train)} training images, {min(k, len(train))} neighbours each")
+
+
+def search_neighbour_block(query_tables: list[str], reference_tables: list[str], splits_path: str, k: int,
+                           settings: dict, out_path: str, log) -> None:
+    """One part of the search: the test images of some shards against the training images of others."""
+    from annobench.benchmark.neighbour_blocks import search_part
+
+    train, test = _train_and_test(splits_path)
+    part = search_part(query_tables, reference_tables, test, train, k, settings)
+    write_table(part, out_path, "neighbour_block", params={"k": k, **settings})
+    log(f"{part.num_rows} test images, {len(part.column('rows').combine_chunks().flatten())} neighbours in all")
+
+
+def merge_neighbour_blocks(part_paths: list[str], training_blocks: int, splits_path: str, k: int, settings: dict,
+                           out_path: str, log) -> None:
+    """The neighbours table from the parts, test block by test block (part_paths: test-block major,
+    training blocks in order)."""
+    from annobench.benchmark.neighbour_blocks import read_part
+
+    train, _ = _train_and_test(splits_path)
+    paths = [part_paths[start:start + training_blocks] for start in range(0, len(part_paths), training_blocks)]
+    write_neighbours(([read_part(path) for path in row] for row in paths), min(k, len(train)), settings, out_path)
+    log(f"{len(part_paths)} parts merged, {len(train)} training images")
+
+
+def write_neighbours(test_blocks, k: int, settings: dict, out_path: str) -> None:
+    """The neighbours table: test_blocks yields, per test block, its parts in training-block order."""
+    from annobench.benchmark.neighbour_blocks import merge_parts
+
+    test_ids, neighbours, squared = [], [], []
+    for parts in test_blocks:
+        block_ids, block_neighbours, block_squared = merge_parts(parts, k)
+        if not block_ids:  # a test block without test images
+            continue
+        test_ids += block_ids
+        neighbours += block_neighbours
+        squared.append(block_squared)
+    distances = np.sqrt(np.concatenate(squared)).astype(np.float32)
+    order = sorted(range(len(test_ids)), key=test_ids.__getitem__)
+    table = pa.Table.from_pydict(
+        {
+            "image_id": [test_ids[i] for i in order],
+            "neighbours": [neighbours[i] for i in order],
+            "distances": [distances[i].tolist() for i in order],
+        },
+        schema=NEIGHBOURS_SCHEMA,
+    )
+    write_table(table, out_path, "neighbours", params={"k": k, **settings})
+
+
+def _train_and_test(splits_path: str) -> tuple[set[str], set[str]]:
     train, test = split_ids(splits_path, "train"), split_ids(splits_path, "test")
     if not train or not test:
         from annobench.benchmark.ground_truth import GroundTruthError
 
         raise GroundTruthError(f"nearest neighbours need training and test images: {len(train)} train, "
                                f"{len(test)} test (benchmark.split)")
-    test_ids, test_vectors = _collect(vector_blocks(feature_tables, test))
-    k = min(k, len(train))
-    train_ids, indices, distances = nearest_in_tables(
-        test_vectors, feature_tables, k, ids_wanted=train,
-        query_block=settings["query_block"], reference_block=settings["reference_block"])
-    order = sorted(range(len(test_ids)), key=test_ids.__getitem__)
-    table = pa.Table.from_pydict(
-        {
-            "image_id": [test_ids[i] for i in order],
-            "neighbours": [[train_ids[j] for j in indices[i]] for i in order],
-            "distances": [distances[i].tolist() for i in order],
-        },
-        schema=NEIGHBOURS_SCHEMA,
-    )
-    write_table(table, out_path, "neighbours", params={"k": k, **settings})
-    log(f"{len(test_ids)} test images, {len(train_ids)} training images, {k} neighbours each")
-
-
-def _collect(blocks) -> tuple[list[str], np.ndarray]:
-    ids, arrays = [], []
-    for block_ids, vectors in blocks:
-        ids.extend(block_ids)
-        arrays.append(vectors)
-    return ids, (np.concatenate(arrays) if arrays else np.zeros((0, 0), np.float32))
+    return train, test
 
 
 def neighbours_job(job: Job) -> None:
-    """Rule benchmark_neighbours: the nearest training images of every test image on one feature."""
-    build_neighbours(job.input_list("features"), job.input("splits"), job.params["k"], job.params["settings"],
-                     job.output_files[0], job.log)
+    """Rule benchmark_neighbours: the nearest training images of every test image on one feature,
+    searched here (one block) or merged from the parts of rule benchmark_neighbour_block."""
+    if job.input_list("parts"):
+        merge_neighbour_blocks(job.input_list("parts"), job.params["training_blocks"], job.input("splits"),
+                               job.params["k"], job.params["settings"], job.output_files[0], job.log)
+    else:
+        build_neighbours(job.input_list("features"), job.input("splits"), job.params["k"], job.params["settings"],
+                         job.output_files[0], job.log)
+
+
+def neighbour_block_job(job: Job) -> None:
+    """Rule benchmark_neighbour_block: one test block against one training block on one feature."""
+    search_neighbour_block(job.input_list("queries"), job.input_list("reference"), job.input("splits"),
+                           job.params["k"], job.params["settings"], job.output_files[0], job.log)

@@ -1,7 +1,7 @@
 # The benchmark around the features (SPEC 8): ground truth, splits, baseline runs, their evaluation,
 # a leaderboard and diagnostics. Built when benchmark.ground_truth.source is set.
 
-from annobench.benchmark import box_stage
+from annobench.benchmark import box_stage, neighbour_blocks
 from annobench.benchmark import stage as benchmark_stage
 from annobench.benchmark.captions import stage as caption_stage
 from annobench.benchmark.illustration import stage as illustration_stage
@@ -70,27 +70,56 @@ rule benchmark_truth:
         "../../scripts/benchmark_truth.py"
 
 
+# The search as test blocks x training blocks of whole shards (benchmark.neighbours), each a
+# job, merged exactly into the same bytes as one search; one job when the build is small.
+NEIGHBOUR_BLOCKS = neighbour_blocks.block_plan(BENCHMARK["neighbours"], [len(shard) for shard in INVENTORY.shards])
+NEIGHBOUR_SEARCH = {key: BENCHMARK["neighbours"][key] for key in ("query_block", "reference_block")}
+
+
+rule benchmark_neighbour_block:
+    wildcard_constraints:
+        feature=one_of(NEIGHBOURS),
+        test_block=r"\d{3}",
+        training_block=r"\d{3}",
+    input:
+        unpack(neighbour_block_inputs),
+    output:
+        out("work/neighbour_blocks/{feature}/test-{test_block}-train-{training_block}.parquet"),
+    log:
+        out("logs/benchmark_neighbour_block/{feature}/test-{test_block}-train-{training_block}.log"),
+    params:
+        k=lambda wildcards: NEIGHBOURS[wildcards.feature],
+        settings=NEIGHBOUR_SEARCH,
+        code=script_code("benchmark_neighbour_block.py", "annobench.benchmark.neighbour_blocks"),
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards: neighbour_block_resources(wildcards, "mem_mb"),
+        runtime=lambda wildcards: neighbour_block_resources(wildcards, "runtime"),
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/benchmark_neighbour_block.py"
+
+
 rule benchmark_neighbours:
     wildcard_constraints:
         feature=one_of(NEIGHBOURS),
     input:
-        features=lambda wildcards: expand(out(layout.table_file(wildcards.feature, "{shard}")), shard=SHARDS),
-        splits=BENCHMARK_TABLES["splits"],
+        unpack(neighbours_inputs),
     output:
         out("work/neighbours/{feature}.parquet"),
     log:
         out("logs/benchmark_neighbours/{feature}.log"),
     params:
         k=lambda wildcards: NEIGHBOURS[wildcards.feature],
-        settings=BENCHMARK["neighbours"],
-        code=script_code("benchmark_neighbours.py"),
+        settings=NEIGHBOUR_SEARCH,
+        training_blocks=len(NEIGHBOUR_BLOCKS["training"]),
+        code=script_code("benchmark_neighbours.py", "annobench.benchmark.neighbour_blocks"),
     threads: 1
     resources:
-        # Test vectors are held (5,000 float32 a row for bags of words) plus one reference block.
-        mem_mb=1024 + (24 * INVENTORY.n_images) // 1000,
-        # Products of 0.3 n test by 0.6 n training vectors of 5,000 values at 50 GFLOP/s a core
-        # (bench_baselines.py), times three: 2e-9 n^2 minutes, 8.7 h for 510,123 images.
-        runtime=30 + math.ceil(2e-9 * INVENTORY.n_images**2),
+        # One search: as a part (above). Merging parts: k names and distances a test image.
+        mem_mb=1024 + (4 if neighbour_searches_split() else 24) * INVENTORY.n_images // 1000,
+        runtime=10 if neighbour_searches_split() else 10 + math.ceil(NEIGHBOUR_MINUTES_PER_PAIR * INVENTORY.n_images**2),
     conda:
         "../../envs/annobench.yaml"
     script:

@@ -168,3 +168,58 @@ def browse_shard_inputs(wildcards):
     if config["input"]["segmentations"]:
         files["maps"] = out(f"segmentations/shard-{wildcards.shard}")
     return files
+
+
+def neighbour_block_file(feature, test_block, training_block):
+    """Intermediate: one part of a feature's neighbour search (test block x training block)."""
+    return out(f"work/neighbour_blocks/{feature}/test-{test_block:03d}-train-{training_block:03d}.parquet")
+
+
+def neighbour_searches_split():
+    """Whether the search runs as test blocks x training blocks (else one job per feature)."""
+    return len(NEIGHBOUR_BLOCKS["test"]) * len(NEIGHBOUR_BLOCKS["training"]) > 1
+
+
+def neighbours_inputs(wildcards):
+    """Inputs of a feature's neighbours table: its parts in test-block-major order, or the
+    feature's shards when one job searches them all."""
+    if not neighbour_searches_split():
+        return {"features": expand(out(layout.table_file(wildcards.feature, "{shard}")), shard=SHARDS),
+                "splits": BENCHMARK_TABLES["splits"]}
+    parts = [neighbour_block_file(wildcards.feature, test, training)
+             for test in range(len(NEIGHBOUR_BLOCKS["test"])) for training in range(len(NEIGHBOUR_BLOCKS["training"]))]
+    return {"parts": parts, "splits": BENCHMARK_TABLES["splits"]}
+
+
+def neighbour_block_shards(side, block):
+    return [SHARDS[shard] for shard in NEIGHBOUR_BLOCKS[side][int(block)]]
+
+
+def neighbour_block_inputs(wildcards):
+    """A part's inputs: the feature's shards of its test block and of its training block."""
+    def tables(side, block):
+        return [out(layout.table_file(wildcards.feature, shard)) for shard in neighbour_block_shards(side, block)]
+
+    return {"queries": tables("test", wildcards.test_block),
+            "reference": tables("training", wildcards.training_block),
+            "splits": BENCHMARK_TABLES["splits"]}
+
+
+def neighbour_block_images(side, block):
+    return sum(len(INVENTORY.shards[shard]) for shard in NEIGHBOUR_BLOCKS[side][int(block)])
+
+
+# Minutes a neighbour search may take per (image, image) pair of its blocks at 5,000 dimensions:
+# 1.7e-7 s per (test, training) pair measured (837 s for 10,000 x 500,000, README, Benchmarks),
+# 0.3 of a block's images test and 0.6 training, times four (slower cores, unlucky vectors).
+NEIGHBOUR_MINUTES_PER_PAIR = 2e-9
+
+
+def neighbour_block_resources(wildcards, what):
+    """mem_mb / runtime of a part: the test vectors of its test block are held (20 kB at
+    5,000 float32 a vector: 24 kB an image covers every image a test image), the training
+    vectors streamed; measured 712 MiB for 6,000 test images of 5,000-d."""
+    test = neighbour_block_images("test", wildcards.test_block)
+    if what == "mem_mb":
+        return 1024 + (24 * test) // 1000
+    return 10 + math.ceil(NEIGHBOUR_MINUTES_PER_PAIR * test * neighbour_block_images("training", wildcards.training_block))
