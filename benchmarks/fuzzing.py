@@ -272,7 +272,9 @@ def run_child(target: str, entries: list[dict], aux: Path, folder: Path, bounds:
     manifest.write_text(json.dumps(entries), encoding="utf-8")
     command = [sys.executable, str(SCRIPT), "child", target, str(aux), str(manifest), str(bounds.address_space),
                str(bounds.resident_mb)]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=folder)
+    log = folder / "child.log"  # a file, not a pipe: a reader that writes much to stderr must not block on it
+    with open(log, "wb") as stderr:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, cwd=folder)
     results, current, started = {}, None, time.monotonic()
     selector = selectors.DefaultSelector()
     selector.register(child.stdout, selectors.EVENT_READ)
@@ -293,9 +295,9 @@ def run_child(target: str, entries: list[dict], aux: Path, folder: Path, bounds:
             code = child.wait()
             if current is not None:
                 results[current] = {"outcome": "crash", "seconds": time.monotonic() - started,
-                                    "error": f"child died (exit {code}): {child.stderr.read()[-2000:].decode(errors='replace')}"}
+                                    "error": f"child died (exit {code}): {tail(log)}"}
             elif not results and code != 0:
-                raise RuntimeError(f"fuzz child of {target} failed: {child.stderr.read()[-4000:].decode(errors='replace')}")
+                raise RuntimeError(f"fuzz child of {target} failed: {tail(log)}")
             break
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
@@ -308,8 +310,11 @@ def run_child(target: str, entries: list[dict], aux: Path, folder: Path, bounds:
                 current = None
     selector.close()
     child.stdout.close()
-    child.stderr.close()
     return results
+
+
+def tail(log: Path, size: int = 2000) -> str:
+    return log.read_bytes()[-size:].decode(errors="replace")
 
 
 # --- the child ------------------------------------------------------------------------
