@@ -398,6 +398,12 @@ def seeded_cases(target: str, seeds: dict[str, bytes], per_mutator: int, rng: ra
     return cases
 
 
+def random_cases(target: str, seeds: dict[str, bytes], n: int, rng: random.Random) -> list[Case]:
+    """n cases of mutators and seed files drawn by rng (the long campaign's)."""
+    return [Case(target, rng.choice(sorted(seeds)), rng.choice(sorted(MUTATORS)), rng.randrange(1 << 30))
+            for _ in range(n)]
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["child"]:
     sys.path.insert(0, str(SCRIPT.parent))
     child_main(*sys.argv[2:])
