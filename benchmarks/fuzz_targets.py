@@ -473,3 +473,29 @@ TARGETS = {target.name: target for target in [
     Target("image", image_seeds, read_image, image_rejected),
     Target("config", config_seeds, read_config, annobench_errors),
 ]}
+
+
+# --- the harness's own check: a reader that misbehaves as the file tells it -------------
+
+def misbehave(path: Path, aux: Path) -> str:
+    """ok | documented | rejects as named; raise, allocate, sleep or abort: the failures the harness must see."""
+    import time
+
+    from annobench.core.errors import AnnobenchError
+
+    order = path.read_text(encoding="ascii").strip()
+    if order == "documented":
+        raise AnnobenchError(f"{path}: documented")
+    if order == "raise":
+        return {}["undocumented"]
+    if order == "allocate":
+        block = b"x" * (1536 << 20)  # written, so resident: past the 1 GB bound
+        return "ok" if block else "rejects"
+    if order == "sleep":
+        time.sleep(3600)
+    if order == "abort":
+        os.abort()
+    return order
+
+
+HARNESS_CHECK = Target("harness_check", lambda aux: {}, misbehave, annobench_errors)
