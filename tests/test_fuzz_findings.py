@@ -122,3 +122,11 @@ def test_a_box_coordinate_past_int64_is_a_run_problem(tmp_path, name, data):
     require_shared(REAL)
     result = bounded_read("box_run_text", name, data, tmp_path)
     assert result.outcome == "documented" and "coordinate 99999999999999999999 is beyond +-2147483647" in result.error
+
+
+def test_a_config_of_megabytes_is_refused_unread(tmp_path):
+    # 30 MB of one line repeated: PyYAML ran past 35 s on it.
+    config = (REPO / "config" / "config.yaml").read_bytes()
+    result = bounded_read("config", "config.yaml", config + b"# a comment line\n" * 2_000_000, tmp_path)
+    assert result.outcome == "documented" and result.seconds < 5
+    assert "config.yaml: 34,0" in result.error and "bytes; a config is a few kilobytes (the limit is 1,048,576)" in result.error
