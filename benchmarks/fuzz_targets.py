@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable

@@ -18,7 +18,6 @@ child died, e.g. a segfault).
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import random
