@@ -130,3 +130,10 @@ def test_a_config_of_megabytes_is_refused_unread(tmp_path):
     result = bounded_read("config", "config.yaml", config + b"# a comment line\n" * 2_000_000, tmp_path)
     assert result.outcome == "documented" and result.seconds < 5
     assert "config.yaml: 34,0" in result.error and "bytes; a config is a few kilobytes (the limit is 1,048,576)" in result.error
+
+
+def test_caption_references_with_a_field_past_the_csv_limit_name_their_line(tmp_path):
+    require_shared(REAL)
+    result = bounded_read("caption_references", "refs.csv", b"image_id,caption\nimage1," + b"[" * 200_000 + b"\n",
+                          tmp_path)
+    assert result.outcome == "documented" and "refs.csv: line 2: field larger than field limit (131072)" in result.error
