@@ -265,7 +265,10 @@ def run_batch(target: str, cases: list[Case], seeds: dict[str, bytes], aux: Path
     results: dict[int, Result] = {}
     while len(results) < len(cases):
         left = [e for e in entries if e["n"] not in results]
-        for n, result in run_child(target, left, aux, folder, bounds).items():
+        got = run_child(target, left, aux, folder, bounds)
+        if not got:  # a child that never reached a case (a start-up past 120 s): no retry would do better
+            raise RuntimeError(f"fuzz child of {target} read no case: {tail(folder / 'child.log')}")
+        for n, result in got.items():
             results[n] = Result(cases[n], **result)
     return [results[n] for n in range(len(cases))]
 
