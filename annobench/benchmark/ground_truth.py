@@ -11,6 +11,7 @@ is kept beside each clean row.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -142,33 +143,39 @@ def read_concepts_table(path: Path | str) -> list[Concept]:
 def read_truth_csv(path: Path | str) -> GroundTruth:
     """CSV with header `image_id,concept` (further columns ignored), one row per present concept."""
     path = Path(path)
-    reader = csv.DictReader(read_user_text(path, GroundTruthError).splitlines())
+    reader = csv.reader(io.StringIO(read_user_text(path, GroundTruthError)))
     try:
-        rows = _truth_rows(reader, path)
+        image_ids, concepts = _truth_columns(reader, path)
     except csv.Error as error:  # e.g. a field past the csv module's size limit
         raise GroundTruthError(f"{path}:{reader.line_num}: {error}") from None
-    pairs = []
-    for line, row in enumerate(rows, 2):
-        image_id, concept = (row["image_id"] or "").strip(), (row["concept"] or "").strip()
-        if not image_id or not concept:
-            raise GroundTruthError(f"{path}:{line}: empty image_id or concept")
-        pairs.append((image_id, concept, 1.0))
-    return _truth(pairs)
+    frame = pd.DataFrame({"image_id": image_ids, "concept": concepts})
+    return _deduplicated(frame.assign(agreement=np.float32(1.0), derived=False), [])
 
 
-def _truth_rows(reader: csv.DictReader, path: Path) -> list[dict]:
-    """The rows under the header image_id,concept; none is an error, as a ground truth where no image
-    has any concept cannot be meant (every measure would be 0 or undefined)."""
-    if reader.fieldnames is None:
+def _truth_columns(reader, path: Path) -> tuple[list[str], list[str]]:
+    """The image_id and concept of each row under the header (blank rows skipped), kept as two columns of
+    shared strings: a row's dict and tuple cost more than the row's bytes many times over. No rows is an
+    error, as a ground truth where no image has any concept cannot be meant (every measure would be 0 or
+    undefined)."""
+    header = next(reader, None)
+    if header is None:
         raise GroundTruthError(f"{path}: empty file; expected the header image_id,concept and a row per "
                                "concept present in an image")
-    if not {"image_id", "concept"} <= set(reader.fieldnames):
+    if not {"image_id", "concept"} <= set(header):
         raise GroundTruthError(f"{path}: needs the header image_id,concept")
-    rows = list(reader)
-    if not rows:
+    at_id, at_concept = header.index("image_id"), header.index("concept")
+    image_ids, concepts, shared = [], [], {}
+    for line, fields in enumerate(filter(None, reader), 2):
+        image_id = fields[at_id].strip() if at_id < len(fields) else ""
+        concept = fields[at_concept].strip() if at_concept < len(fields) else ""
+        if not image_id or not concept:
+            raise GroundTruthError(f"{path}:{line}: empty image_id or concept")
+        image_ids.append(shared.setdefault(image_id, image_id))
+        concepts.append(shared.setdefault(concept, concept))
+    if not image_ids:
         raise GroundTruthError(f"{path}: a header and no rows; expected a row image_id,concept per concept present "
                                "in an image")
-    return rows
+    return image_ids, concepts
 
 
 def _require_pairs(pairs: list, where: Path, expected: str) -> list:
@@ -251,7 +258,10 @@ def restrict_to_vocabulary(truth: GroundTruth, concepts: list[Concept]) -> Groun
 
 def _truth(pairs, notes: list[str] | None = None) -> GroundTruth:
     records = [(p[0], p[1], p[2], p[3] if len(p) > 3 else False) for p in pairs]
-    frame = pd.DataFrame(records, columns=["image_id", "concept", "agreement", "derived"])
+    return _deduplicated(pd.DataFrame(records, columns=["image_id", "concept", "agreement", "derived"]), notes)
+
+
+def _deduplicated(frame: pd.DataFrame, notes: list[str] | None) -> GroundTruth:
     frame = frame.astype({"image_id": str, "concept": str, "agreement": "float32", "derived": bool})
     # A pair given twice counts once (the highest agreement, a direct label over a derived one).
     frame = frame.sort_values(["image_id", "concept", "derived", "agreement"], ascending=[True, True, True, False])

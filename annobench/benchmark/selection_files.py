@@ -59,7 +59,8 @@ def _csv_table(path: Path, required: tuple[str, ...], optional: tuple[str, ...] 
     over the data rows). A missing required column, a row of the wrong length or an empty
     required value is an error naming its line."""
     reader = csv.reader(io.StringIO(read_user_text(path, SelectionError)))
-    header = [name.strip() for name in next(reader, [])]
+    records = _records(reader, path)
+    header = [name.strip() for name in next(records, [])]
     missing = [name for name in required if name not in header]
     if missing:
         raise SelectionError(f"{path}:1: missing column(s) {', '.join(missing)} "
@@ -68,7 +69,7 @@ def _csv_table(path: Path, required: tuple[str, ...], optional: tuple[str, ...] 
     position = {name: header.index(name) for name in required + present}
 
     def rows():
-        for fields in reader:
+        for fields in records:
             if not any(value.strip() for value in fields):
                 continue  # a blank line
             if len(fields) != len(header):
@@ -80,6 +81,19 @@ def _csv_table(path: Path, required: tuple[str, ...], optional: tuple[str, ...] 
             yield reader.line_num, row
 
     return present, rows()
+
+
+def _records(reader, path: Path):
+    """The reader's rows; a csv.Error (a field past the csv module's size limit) as a SelectionError naming
+    its line."""
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise SelectionError(f"{path}:{reader.line_num}: {error}") from None
+        yield fields
 
 
 def read_instances_csv(path: Path | str) -> dict[str, dict[str, Box | None]]:

@@ -18,6 +18,8 @@ from annobench.core.fsutil import read_user_text
 REPO_DIR = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_DIR / "config" / "config.schema.yaml"
 DEFAULT_CONFIG_PATH = REPO_DIR / "config" / "config.yaml"
+# A config is a few kilobytes; PyYAML parses about a megabyte a second, so a larger file is refused unread.
+MAX_CONFIG_BYTES = 1 << 20
 
 
 class ConfigError(AnnobenchError):
@@ -49,12 +51,19 @@ def validate_config(config: dict) -> dict:
 def load_config(path: Path | str | None = None, overrides: dict | None = None) -> dict:
     """Read a config file (default: config/config.yaml), merge overrides, validate."""
     path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
-    config = _parse_yaml(read_user_text(path, ConfigError), path) or {}
+    config = _parse_yaml(_config_text(path), path) or {}
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: a config is a mapping of settings, not a {type(config).__name__}")
     if overrides:
         config = deep_merge(config, overrides)
     return validate_config(config)
+
+
+def _config_text(path: Path) -> str:
+    size = path.stat().st_size if path.is_file() else 0
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: {size:,} bytes; a config is a few kilobytes (the limit is {MAX_CONFIG_BYTES:,})")
+    return read_user_text(path, ConfigError)
 
 
 def _parse_yaml(text: str, path: Path):

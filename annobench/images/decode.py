@@ -87,6 +87,7 @@ def decode_image(data: bytes, limits: DecodeLimits) -> DecodedImage:
             raise ImageRejected(f"unreadable header: {_describe(exc)}") from None
         with image:
             steps: list[str] = []
+            _check_pixels(image.size, limits)  # first: reading a PNG's EXIF may decode the whole image
             orientation = _exif_orientation(image, steps)
             _check_size(image.size, orientation, limits)
             try:
@@ -139,12 +140,16 @@ def _exif_orientation(image: Image.Image, steps: list[str]) -> int:
     return 1
 
 
-def _check_size(size: tuple[int, int], orientation: int, limits: DecodeLimits) -> None:
+def _check_pixels(size: tuple[int, int], limits: DecodeLimits) -> None:
     width, height = size
     if width * height > limits.max_pixels:
         raise ImageRejected(
             f"over pixel limit: {width}x{height} = {width * height} pixels > {limits.max_pixels}"
         )
+
+
+def _check_size(size: tuple[int, int], orientation: int, limits: DecodeLimits) -> None:
+    width, height = size
     if orientation in (5, 6, 7, 8):
         width, height = height, width
     if width < limits.min_width or height < limits.min_height:

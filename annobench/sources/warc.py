@@ -29,6 +29,9 @@ PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 VECTOR_TYPES = frozenset({"image/svg+xml"})  # an image type, but nothing to decode into pixels
 READ_BLOCK = 1 << 16
 HEADER_ALLOWANCE = 1 << 16  # a record holds its HTTP headers besides the payload
+# The longest WARC or HTTP header line read: warcio reads a line whole however long, by concatenation, and
+# a gzip member of a megabyte inflates to a gigabyte-long "line".
+MAX_HEADER_LINE = 1 << 20
 # Failures of a damaged archive: warcio's own, gzip's, and the attribute errors it raises
 # when the headers of a record are cut off.
 DAMAGE = (ArchiveLoadFailed, EOFError, zlib.error, OSError, ValueError, AttributeError, IndexError)
@@ -168,8 +171,22 @@ def open_record(ref: RecordRef):
     """The record at ref.offset (an iterator kept open: the record reads lazily from it)."""
     handle = open(ref.warc, "rb")
     handle.seek(ref.offset)
+    return handle, archive_iterator(handle)
+
+
+def archive_iterator(handle) -> ArchiveIterator:
+    """warcio's iterator over the archive's records, checking digests, with its header lines bounded: a line
+    past MAX_HEADER_LINE comes back cut, which no WARC or HTTP header parses as, so the archive is damaged
+    there (ArchiveLoadFailed) instead of a gigabyte being read into one line."""
     iterator = ArchiveIterator(handle, check_digests=True)
-    return handle, iterator
+    reader = iterator.reader
+    unbounded = reader.readline
+
+    def readline(length=None):
+        return unbounded(MAX_HEADER_LINE if length is None else min(length, MAX_HEADER_LINE))
+
+    reader.readline = readline
+    return iterator
 
 
 def read_record_payload(ref: RecordRef, kind: str, max_bytes: int) -> tuple[bytes, str]:

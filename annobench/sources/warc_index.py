@@ -34,7 +34,6 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Callable
 
-from warcio.archiveiterator import ArchiveIterator
 
 from annobench.core.fingerprint import file_state
 from annobench.core.fsutil import write_bytes_atomic
@@ -45,6 +44,7 @@ from annobench.sources.warc import (
     DAMAGE,
     RecordRef,
     RecordRejected,
+    archive_iterator,
     declared_charset,
     http_status,
     list_archives,
@@ -134,7 +134,7 @@ def scan_archive(path: str, settings: IndexSettings) -> tuple[list[Scanned], lis
     """Every usable page and image record of one archive, and a rejects row for every other problem."""
     found, rejects = [], []
     with open(path, "rb") as handle:
-        iterator = ArchiveIterator(handle, check_digests=True)
+        iterator = archive_iterator(handle)
         records, offset = iter(iterator), 0
         while True:
             try:  # the archive's own framing: past damage there is no next record to find

@@ -42,6 +42,7 @@ from annobench.benchmark.boxes.lines import (
     parse_detection_line,
     parse_row,
     parse_text_line,
+    range_problem,
 )
 from annobench.benchmark.boxes.model import COORDINATES, BoxInputError, outside_image
 from annobench.benchmark.image_list import ImageList, ImageListError, read_image_list
@@ -163,7 +164,7 @@ def _take_line(number: int, key: int, parsed: ParsedLine, found: _Found, records
     """Report every problem of a parsed line; keep its boxes when it has none."""
     problems = parsed.problems + (names.problems(parsed.image_id, parsed.concept) if parsed.readable else [])
     problems += [f"{_field(position)}{outside}" for position, _, corners in parsed.boxes
-                 for outside in [names.outside(parsed.image_id, corners)] if outside]
+                 for outside in [range_problem(corners) or names.outside(parsed.image_id, corners)] if outside]
     for message in problems:
         found.add(key, number, prefix + message)
     if not problems:

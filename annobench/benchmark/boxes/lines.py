@@ -172,6 +172,16 @@ def parse_csv_line(raw: bytes, number: int) -> ParsedLine:
     return parsed
 
 
+# No image is two billion pixels across; within it, widths and areas stay inside the int64 the boxes are kept in.
+MAX_COORDINATE = 2**31 - 1
+
+
+def range_problem(corners: tuple[int, ...]) -> str | None:
+    """A coordinate no image can have (any form: the text form's W and H add up to one)."""
+    outside = [value for value in corners if abs(value) > MAX_COORDINATE]
+    return f"coordinate {outside[0]} is beyond +-{MAX_COORDINATE}" if outside else None
+
+
 def extent_problems(xmin: int, ymin: int, xmax: int, ymax: int) -> list[str]:
     """A box with no pixel: xmax < xmin or ymax < ymin (inclusive coordinates)."""
     found = []

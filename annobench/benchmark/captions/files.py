@@ -107,6 +107,13 @@ def _caption(value, where: str) -> str:
 def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, str, str]]:
     """(image_id, caption, "line N") of each data row of an `image_id,caption` CSV."""
     reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        yield from _checked_rows(reader, path)
+    except csv.Error as error:  # a field past the csv module's size limit
+        raise CaptionError(f"{path}: line {reader.line_num}: {error}") from None
+
+
+def _checked_rows(reader, path: Path) -> Iterator[tuple[str, str, str]]:
     header = next(reader, None)
     if header is None:
         raise CaptionError(f"{path}: empty file; expected a header {','.join(CSV_COLUMNS)}")

@@ -51,8 +51,8 @@ def read_truth(path: Path | str, limit: int = MAX_PROBLEMS) -> IllustrationTruth
     problems = Problems(limit)
     truth: dict[str, str] = {}
     first_line: dict[str, int] = {}
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
+    reader = csv.reader(io.StringIO(_truth_text(Path(path), problems), newline=""))
+    try:
         header = next(reader, None)
         if header != list(TRUTH_HEADER):
             problems.add(1, f"the header must be {','.join(TRUTH_HEADER)}, not {quote(','.join(header or []))}")
@@ -65,10 +65,23 @@ def read_truth(path: Path | str, limit: int = MAX_PROBLEMS) -> IllustrationTruth
                                    "(a query has exactly one ground-truth image)")
             else:
                 truth[fields[0]], first_line[fields[0]] = fields[1], line
+    except csv.Error as error:  # a field past the csv module's size limit: the rest cannot be split into lines
+        problems.add(reader.line_num, f"not a CSV line ({error})")
     if not truth and not problems.total:
         problems.add(0, "no queries")
     problems.raise_if_any(path)
     return IllustrationTruth.from_mapping(truth)
+
+
+def _truth_text(path: Path, problems: Problems) -> str:
+    """The file's text; not UTF-8 is a problem naming the line, raised at once (no line after it can be read)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        problems.add(data.count(b"\n", 0, error.start) + 1, f"not UTF-8 ({error.reason} at byte {error.start})")
+        problems.raise_if_any(path)
+        raise
 
 
 def write_truth(truth: Mapping[str, str], path: Path | str) -> None:

@@ -111,7 +111,7 @@ def _columns(path: Path, problems: Problems) -> tuple[dict[str, pa.ChunkedArray]
     with open(path, "rb") as handle:
         first = handle.readline()
     header = first.rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
-    if next(csv.reader([header]), []) != list(HEADER):
+    if _header_fields(header) != list(HEADER):
         problems.add(1, f"the header must be {','.join(HEADER)}, not {quote(header)}")
     try:
         table = pa_csv.read_csv(
@@ -124,6 +124,14 @@ def _columns(path: Path, problems: Problems) -> tuple[dict[str, pa.ChunkedArray]
         return _columns_line_by_line(path.read_bytes().partition(b"\n")[2], problems)
     columns = {name: table.column(name) for name in HEADER}
     return columns, np.arange(2, table.num_rows + 2, dtype=np.int64)
+
+
+def _header_fields(header: str) -> list[str] | None:
+    """The header line's fields; None when it is not one CSV line (a field past the csv module's limit)."""
+    try:
+        return next(csv.reader([header]), [])
+    except csv.Error:
+        return None
 
 
 def _columns_line_by_line(body: bytes, problems: Problems) -> tuple[dict[str, pa.ChunkedArray], np.ndarray]:

@@ -270,21 +270,26 @@ class _ParquetScan:
         return n_lines
 
 
+# What pyarrow raises on a damaged file: ArrowInvalid for a bad footer or schema, OSError for a page
+# that does not decompress or deserialize.
+PARQUET_DAMAGE = (pa.ArrowException, OSError)
+
+
 def scan_parquet(path: PathArg, concepts: Sequence[str], lists: CompactLists | None,
                  problems: Problems) -> tuple[int, int]:
     """Check a Parquet run block by block into `problems`; returns its numbers of lines and of pairs."""
     try:
         parquet = pq.ParquetFile(path)
-    except pa.ArrowInvalid as error:
-        problems.add(0, f"not a readable Parquet file: {error}")
+        layout = _parquet_layout_problem(parquet.schema_arrow)
+        if layout:
+            problems.add(0, layout)
+            return 0, 0
+        scan = _ParquetScan(concepts, lists, _per_image_lists(path), problems)
+        for block in _blocks_of_whole_lines(parquet, concepts):
+            scan.check_block(block)
+    except PARQUET_DAMAGE as error:  # found page by page: a damaged page can be anywhere in the file
+        problems.add(0, f"not a readable Parquet file: {' '.join(str(error).split())}")
         return 0, 0
-    layout = _parquet_layout_problem(parquet.schema_arrow)
-    if layout:
-        problems.add(0, layout)
-        return 0, 0
-    scan = _ParquetScan(concepts, lists, _per_image_lists(path), problems)
-    for block in _blocks_of_whole_lines(parquet, concepts):
-        scan.check_block(block)
     return scan.finish(), scan.n_pairs
 
 

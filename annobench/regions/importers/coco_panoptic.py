@@ -29,7 +29,7 @@ def import_coco_panoptic(
     segments_info are unlabelled. The image id is the PNG's file stem."""
     json_path = Path(annotations) if annotations else _single(sorted(root.glob("*.json")), root)
     document = _panoptic_document(json_path)
-    categories = {c["id"]: c["name"] for c in document["categories"]}
+    categories = {c["id"]: c["name"] for c in document.get("categories", [])}
     folder = Path(png_folder) if png_folder else (
         json_path.with_suffix("") if json_path.with_suffix("").is_dir() else root)
     for annotation in sorted(document["annotations"], key=lambda a: str(a.get("file_name", ""))):
@@ -45,7 +45,8 @@ def _single(paths: list[Path], root: Path) -> Path:
 
 
 def _panoptic_document(path: Path) -> dict:
-    """The JSON's annotations (objects, at least one) and categories (objects with id and name)."""
+    """The JSON's annotations (objects, at least one) and categories (objects with an integer id and a
+    name), the categories list optional (without it every segment is rejected for its category)."""
     document = read_user_json(path, SegmentationSourceError)
     expected = "a COCO panoptic JSON object with lists annotations (file_name, segments_info) and categories"
     if not isinstance(document, dict):
@@ -56,7 +57,8 @@ def _panoptic_document(path: Path) -> dict:
     if not annotations:
         raise SegmentationSourceError(f"{path}: no segmentations found; expected {expected}")
     if not all(isinstance(a, dict) for a in annotations) or not all(
-            isinstance(c, dict) and "id" in c and "name" in c for c in categories):
+            isinstance(c, dict) and isinstance(c.get("id"), int) and isinstance(c.get("name"), str)
+            for c in categories):
         raise SegmentationSourceError(f"{path}: an annotation or category is not an object with its fields; "
                                       f"expected {expected}")
     return document
