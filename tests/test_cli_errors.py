@@ -25,9 +25,29 @@ HOSTILE_JSON = {
 }
 
 
+# Runs the command line as `python -m annobench.cli` does, then writes the process's peak resident
+# memory (VmHWM) to the file named by the first argument: the one-line stderr stays untouched.
+MEASURED_CLI = """
+import pathlib, runpy, sys
+peak_file = sys.argv.pop(1)
+try:
+    runpy.run_module("annobench.cli", run_name="__main__", alter_sys=True)
+finally:
+    status = pathlib.Path("/proc/self/status").read_text()
+    pathlib.Path(peak_file).write_text(next(l for l in status.splitlines() if l.startswith("VmHWM")).split()[1])
+"""
+PEAK_LIMIT_KB = 1024 * 1024  # issue 30: every bad input ends within 30 s and under 1 GB
+
+
 def run_cli(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "annobench.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=30, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    """The command in a child, which must end within 30 s and under 1 GB of resident memory."""
+    peak_file = cwd / ".peak_kb"
+    done = subprocess.run([sys.executable, "-c", MEASURED_CLI, str(peak_file), *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=30, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    if peak_file.exists():  # absent only where /proc is not Linux's
+        assert int(peak_file.read_text()) < PEAK_LIMIT_KB, f"peak {peak_file.read_text()} kB: {args}"
+        peak_file.unlink()
+    return done
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess, *fragments: str) -> str:
