@@ -108,10 +108,12 @@ def test_the_planned_dag_has_snakemakes_jobs_per_rule_on_the_demo(demo_config, t
     # features.bow.codebook_threads is 4: Snakemake caps it at --cores.
     assert {job["threads"] for job in planned if job["rule"].startswith("bow_codebook_")} == {2}
     # Every rule of the workflow but those for inputs the demo has not (web archives, boxes,
-    # selection truth) and the aggregate targets other rules stand for.
+    # selection truth), the neighbour search's blocks (a build larger than one block) and the
+    # aggregate targets other rules stand for.
     listing = run_snakemake(tmp_path / "dry", "--list-rules", "--configfile", str(demo_config)).stdout
     listed = {line.strip() for line in listing.splitlines() if re.fullmatch(r"[a-z_0-9]+", line.strip())}
-    unused = {"warc_tables", "benchmark_boxes", "box_baselines", "selection_baselines", "ingest_all",
+    unused = {"warc_tables", "benchmark_boxes", "box_baselines", "selection_baselines", "benchmark_neighbour_block",
+              "ingest_all",
               "features_all", "bow_all", "text_all", "regions_all", "benchmark_all"}
     assert "release" in listed and listed - set(counts) <= unused
 
