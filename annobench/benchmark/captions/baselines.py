@@ -108,8 +108,9 @@ def nearest_captions(neighbour_lists: Mapping[str, Sequence[str]], references: M
 
 
 def consensus_captions(neighbour_lists: Mapping[str, Sequence[str]], references: Mapping[str, Sequence[str]],
-                       depth: int) -> dict[str, TransferredCaption]:
-    space = NgramSpace(references)
+                       depth: int, space: NgramSpace | None = None) -> dict[str, TransferredCaption]:
+    """space: the references' NgramSpace, when the caller already built it (one per set of references)."""
+    space = space or NgramSpace(references)
     run = {}
     for image_id, neighbours in neighbour_lists.items():
         candidates = candidates_of(neighbours, references, depth)
@@ -122,5 +123,3 @@ def consensus_captions(neighbour_lists: Mapping[str, Sequence[str]], references:
         run[image_id] = TransferredCaption(references[source][number - 1], source, number)
     return run
 
-
-BASELINES = {"nearest": nearest_captions, "consensus": consensus_captions}

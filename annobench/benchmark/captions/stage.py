@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annobench.benchmark.box_stage import split_ids
-from annobench.benchmark.captions.baselines import BASELINES, TransferredCaption
+from annobench.benchmark.captions.baselines import TransferredCaption
 from annobench.benchmark.captions.files import (
     CaptionError,
     CaptionRun,
@@ -103,12 +103,13 @@ def benchmark_references(given: str, page_captions: list[str], benchmark_images:
 def harvested_references(page_captions: list[str]) -> References:
     """Kept page captions as references: per image in the table's order (page, kind, text), each text once."""
     images: dict[str, list[Reference]] = {}
+    seen: set[tuple[str, str]] = set()
     columns = ["image_id", "page_id", "kind", "text", "keep"]
     for path in sorted(page_captions):
-        table = pq.read_table(path, columns=columns).to_pylist()
-        for row in table:
+        for row in pq.read_table(path, columns=columns).to_pylist():
             refs = images.setdefault(row["image_id"], [])
-            if row["keep"] and all(ref.text != row["text"] for ref in refs):
+            if row["keep"] and (row["image_id"], row["text"]) not in seen:
+                seen.add((row["image_id"], row["text"]))
                 refs.append(Reference(row["text"], f"page_captions:{row['page_id']}:{row['kind']}"))
     kept = {image_id: tuple(refs) for image_id, refs in sorted(images.items()) if refs}
     return References(kept, HARVESTED, "page_captions")
@@ -158,19 +159,28 @@ def run_table(run: dict[str, TransferredCaption]) -> pa.Table:
 
 
 def caption_baselines_job(job: Job) -> None:
-    """Rule caption_baselines: every nearest and consensus run, from the training images' references."""
+    """Rule caption_baselines: every nearest and consensus run, from the training images' references.
+    Each feature's neighbours are read once, and the references' n-gram space is built once."""
+    from annobench.benchmark.captions.baselines import NgramSpace, consensus_captions, nearest_captions
+
     train = set(split_ids(job.input("splits"), "train"))
     references = references_from_table(job.input("captions"), train)
     texts = {image_id: references.texts(image_id) for image_id in references.images}
     depth = job.params["settings"]["neighbours"]
-    for name, spec in sorted(job.params["runs"].items()):
-        lists = neighbour_lists(job.input(f"neighbours_{spec['feature']}"))
-        run = BASELINES[spec["kind"]](lists, texts, depth)
-        write_table(run_table(run), job.output(f"{name}_run"), "caption_run",
-                    params={**spec, "neighbours": depth})
-        write_bytes_atomic(job.output(f"{name}_run_text"), run_csv_bytes(run))
-        job.log(f"{name}: {len(run)} of {len(lists)} test images captioned from "
-                f"{len(references.images)} described training images")
+    runs = job.params["runs"]
+    space = NgramSpace(texts) if any(spec["kind"] == "consensus" for spec in runs.values()) else None
+    for feature in sorted({spec["feature"] for spec in runs.values()}):
+        lists = neighbour_lists(job.input(f"neighbours_{feature}"))
+        for name, spec in sorted(runs.items()):
+            if spec["feature"] != feature:
+                continue
+            run = (consensus_captions(lists, texts, depth, space) if spec["kind"] == "consensus"
+                   else nearest_captions(lists, texts, depth))
+            write_table(run_table(run), job.output(f"{name}_run"), "caption_run",
+                        params={**spec, "neighbours": depth})
+            write_bytes_atomic(job.output(f"{name}_run_text"), run_csv_bytes(run))
+            job.log(f"{name}: {len(run)} of {len(lists)} test images captioned from "
+                    f"{len(references.images)} described training images")
 
 
 # -- evaluation ------------------------------------------------------------------
