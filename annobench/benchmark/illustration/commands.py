@@ -13,10 +13,11 @@ from typing import TextIO
 
 import pandas as pd
 
-from annobench.benchmark.illustration.baselines import DEFAULT_SEED, BaselineInputError, random_run, tfidf_run
+from annobench.benchmark.illustration.baselines import DEFAULT_SEED, BaselineInputError
 from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, read_truth, write_truth
 from annobench.benchmark.illustration.queries import QUERIES_TABLE, make_queries, write_queries
-from annobench.benchmark.illustration.runs import RankingRun, read_ranking_run, write_ranking_run
+from annobench.benchmark.illustration.runs import RankingRun, read_ranking_run
+from annobench.benchmark.illustration.stage import baseline_run, write_evaluated_run
 from annobench.benchmark.image_list import ImageListError, read_image_list
 from annobench.benchmark.runs.problems import RunFormatError
 from annobench.benchmark.stage import json_bytes
@@ -128,8 +129,7 @@ def illustration_main(pages: str, out_dir: str, mapping_path: str | None = None,
     if terms is None:
         terms = image_terms_from_pages([r for r in mapping if r.image_id in truth.values()], pages_dir, params, limits)
     try:
-        runs = {"random": random_run(list(truth), candidates, seed),
-                "tfidf": tfidf_run({q.query_id: q.text for q in queries.queries}, terms, candidates, params)}
+        runs = {name: baseline_run(name, queries, candidates, terms, seed, params) for name in ("random", "tfidf")}
     except BaselineInputError as error:
         print(f"annobench: {error}", file=err)
         return 2
@@ -154,9 +154,8 @@ def _write_run(out_path: Path, name: str, run: RankingRun, truth: IllustrationTr
                out: TextIO) -> None:
     (out_path / "runs").mkdir(parents=True, exist_ok=True)
     (out_path / "evaluations").mkdir(parents=True, exist_ok=True)
-    write_ranking_run(run, out_path / "runs" / f"{name}.csv")
-    result = {**evaluation(truth, run, n_candidates), "run": name}
-    write_bytes_atomic(out_path / "evaluations" / f"{name}.json", json_bytes(result))
+    result = write_evaluated_run(run, truth, n_candidates, name, out_path / "runs" / f"{name}.csv",
+                                 out_path / "evaluations" / f"{name}.json")
     print(_summary(result), file=out)
 
 

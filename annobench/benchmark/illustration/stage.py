@@ -81,12 +81,21 @@ def image_terms(paths: list[str], candidates: set[str]) -> pd.DataFrame:
     return terms[terms["image_id"].isin(candidates)].reset_index(drop=True)
 
 
-def baseline_run(name: str, queries: QuerySet, candidates: list[str], terms: pd.DataFrame, job: Job) -> RankingRun:
-    truth = queries.truth()
+def baseline_run(name: str, queries: QuerySet, candidates: list[str], terms: pd.DataFrame, seed: int,
+                 params: TextParams) -> RankingRun:
+    """The random or tf-idf ranking of every query (the build's rule and `annobench illustration`)."""
     if name == "random":
-        return random_run(list(truth), candidates, job.config["benchmark"]["illustration"]["seed"])
-    return tfidf_run({q.query_id: q.text for q in queries.queries}, terms, candidates,
-                     TextParams.from_config(job.config["text"]))
+        return random_run(list(queries.truth()), candidates, seed)
+    return tfidf_run({q.query_id: q.text for q in queries.queries}, terms, candidates, params)
+
+
+def write_evaluated_run(run: RankingRun, truth: IllustrationTruth, n_candidates: int, name: str,
+                        run_path: Path | str, evaluation_path: Path | str) -> dict:
+    """The run as CSV and its R@k as JSON (`run` = name); returns the evaluation."""
+    write_ranking_run(run, run_path)
+    result = {**evaluation(truth, run, n_candidates), "run": name}
+    write_bytes_atomic(evaluation_path, json_bytes(result))
+    return result
 
 
 def illustration_job(job: Job) -> list[dict]:
@@ -108,11 +117,11 @@ def illustration_job(job: Job) -> list[dict]:
     write_table(rows_to_table(rejects, QUERY_REJECTS_SCHEMA), job.output("query_rejects"), "query_rejects",
                 params=params)
     write_truth(queries.truth(), job.output("truth"))
+    settings, text_params = job.config["benchmark"]["illustration"], TextParams.from_config(job.config["text"])
     for name in illustration_runs(job.config):
-        run = baseline_run(name, queries, candidates, terms, job)
-        write_ranking_run(run, job.output(f"{name}_run"))
-        result = {**evaluation(truth, run, len(candidates)), "run": f"illustration_{name}"}
-        write_bytes_atomic(job.output(f"{name}_evaluation"), json_bytes(result))
+        run = baseline_run(name, queries, candidates, terms, settings["seed"], text_params)
+        result = write_evaluated_run(run, truth, len(candidates), f"illustration_{name}", job.output(f"{name}_run"),
+                                     job.output(f"{name}_evaluation"))
         job.log(f"{name}: R@1 {result['R@1']:.4f}, R@10 {result['R@10']:.4f}, R@100 {result['R@100']:.4f}")
     job.log(f"{len(queries.queries)} queries, {len(candidates)} candidates, {len(queries.rejects)} pairs rejected")
     pages = FolderPages(pages_dir)
