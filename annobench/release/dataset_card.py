@@ -282,9 +282,14 @@ def box_lines(release_dir: Path, tables: list[Table]) -> list[str]:
     return lines + column_lines(runs[0])[4:-1]  # its table of columns
 
 
-def leaderboard_rows(release_dir: Path, name: str) -> list[dict]:
+def leaderboard_lines(release_dir: Path, name: str, header: list[str], cells) -> list[str]:
+    """A Markdown table of a leaderboard table's rows (cells(row) -> their texts), none without it."""
     path = release_dir / "tables" / name / "all.parquet"
-    return pq.read_table(path).to_pylist() if path.is_file() else []
+    rows = pq.read_table(path).to_pylist() if path.is_file() else []
+    if not rows:
+        return []
+    return (["| " + " | ".join(header) + " |", "| --- | " + " | ".join("---:" for _ in header[1:]) + " |"]
+            + ["| " + " | ".join(cells(row)) + " |" for row in rows] + [""])
 
 
 def description_lines(release_dir: Path, tables: list[Table]) -> list[str]:
@@ -296,22 +301,19 @@ def description_lines(release_dir: Path, tables: list[Table]) -> list[str]:
                   "a file, or `page_captions:PAGE:KIND` for a caption found in a page). Caption runs are",
                   "`runs/caption_*.csv` (`image_id,caption`), scored by Meteor 1.5 against the references of",
                   "the test images; `caption_scores` has each run's caption and Meteor per image.", ""]
-        rows = leaderboard_rows(release_dir, "caption_leaderboard")
-        if rows:
-            lines += ["| caption run | Meteor mean ± std | corpus | images |", "| --- | ---: | ---: | ---: |"]
-            lines += [f"| `{r['run']}` | {map_cell(r['meteor_mean'])} ± {map_cell(r['meteor_std'])} | "
-                      f"{map_cell(r['meteor_corpus'])} | {r['images']:,} |" for r in rows] + [""]
+        lines += leaderboard_lines(
+            release_dir, "caption_leaderboard", ["caption run", "Meteor mean ± std", "corpus", "images"],
+            lambda r: [f"`{r['run']}`", f"{map_cell(r['meteor_mean'])} ± {map_cell(r['meteor_std'])}",
+                       map_cell(r["meteor_corpus"]), f"{r['images']:,}"])
     if "queries" in artefacts:
         lines += ["`queries` holds the text-illustration queries: a page's text (BeautifulSoup `get_text()`",
                   "without scripts and styles) whose answer is `image_id`, the image it shows",
                   "(`exports/illustration_truth.csv` is the same truth as `evaluate-illustration` reads).",
                   "Ranking runs are `runs/illustration_*.csv` (`query_id,rank,image_id`).", ""]
-        rows = leaderboard_rows(release_dir, "illustration_leaderboard")
-        if rows:
-            lines += ["| ranking run | R@1 | R@10 | R@100 | chance R@10 | queries |",
-                      "| --- | ---: | ---: | ---: | ---: | ---: |"]
-            lines += [f"| `{r['run']}` | {map_cell(r['R@1'])} | {map_cell(r['R@10'])} | {map_cell(r['R@100'])} | "
-                      f"{map_cell(r['chance R@10'])} | {r['queries']:,} |" for r in rows] + [""]
+        lines += leaderboard_lines(
+            release_dir, "illustration_leaderboard", ["ranking run", "R@1", "R@10", "R@100", "chance R@10", "queries"],
+            lambda r: [f"`{r['run']}`", *(map_cell(r[k]) for k in ("R@1", "R@10", "R@100", "chance R@10")),
+                       f"{r['queries']:,}"])
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
