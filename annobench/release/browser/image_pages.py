@@ -90,11 +90,16 @@ def load_shard(per_image: PerImage, pages: pa.Table | None, shard: int, max_run_
 
 def pages_of(pages: pa.Table | None, urls: pa.Table | None) -> dict[str, dict]:
     """The `pages` rows (title, status) of the pages a shard's images came from."""
+    rows = shown_pages(pages, urls)
+    return {row["page_id"]: row for row in rows.to_pylist()} if rows is not None else {}
+
+
+def shown_pages(pages: pa.Table | None, urls: pa.Table | None) -> pa.Table | None:
+    """The rows of `pages` whose page some row of `urls` names (None when there are none to show)."""
     if pages is None or urls is None or urls.num_rows == 0:
-        return {}
+        return None
     wanted = pc.unique(urls.column("page_id").combine_chunks())
-    rows = pages.filter(pc.is_in(pages.column("page_id"), value_set=wanted.cast(pages.schema.field("page_id").type)))
-    return {row["page_id"]: row for row in rows.to_pylist()}
+    return pages.filter(pc.is_in(pages.column("page_id"), value_set=wanted.cast(pages.schema.field("page_id").type)))
 
 
 @dataclass

@@ -21,14 +21,14 @@ import tempfile
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.feather as feather
 
+from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.layout import shard_name
 from annobench.release.browser.figures import Figures, collect_figures, collect_regions
 from annobench.release.browser.files import Site
-from annobench.release.browser.image_pages import Context, write_image_pages
+from annobench.release.browser.image_pages import Context, shown_pages, write_image_pages
 from annobench.release.browser.overlays import Palette
 from annobench.release.browser.source import PAGE_COLUMNS, Catalogue, Log, PerImage, Source
 from annobench.release.browser.writer import full_settings, whole_site_job, write_index_site
@@ -61,7 +61,7 @@ def prepare_browser(source_dir: Path, prepared: dict[int, Path], plan_path: Path
     collect_regions(source, figures)
     plan = {"bucketed": sorted(per_image.bucketed), "runs": per_image.runs, "box_runs": per_image.box_runs,
             "labels": figures.labels_by_frequency()}
-    Path(plan_path).write_text(json.dumps(plan, indent=1, sort_keys=True), encoding="utf-8")
+    write_bytes_atomic(plan_path, json.dumps(plan, indent=1, sort_keys=True).encode("utf-8"))
     log(f"browse_prepare: {len(per_image.bucketed)} tables regrouped into {len(prepared)} shard folders")
 
 
@@ -79,11 +79,9 @@ def move_shard_buckets(per_image: PerImage, shard: int, folder: Path) -> None:
 def write_shard_pages(pages: pa.Table | None, urls: pa.Table | None, folder: Path) -> None:
     """A shard's rows of `pages` (those its images came from), so no shard job reads them all;
     image_pages.pages_of picks the same rows from these as from the whole table."""
-    if pages is None or urls is None or urls.num_rows == 0:
-        return
-    wanted = pc.unique(urls.column("page_id").combine_chunks())
-    rows = pages.filter(pc.is_in(pages.column("page_id"), value_set=wanted.cast(pages.schema.field("page_id").type)))
-    feather.write_feather(rows, folder / PAGES_FILE, compression="uncompressed")
+    rows = shown_pages(pages, urls)
+    if rows is not None:
+        feather.write_feather(rows, folder / PAGES_FILE, compression="uncompressed")
 
 
 # ---------------------------------------------------------------- browse_shard
