@@ -216,9 +216,7 @@ def _audit(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     import tempfile
 
-    from annobench.bench import run_bench
-
-    from annobench.bench import print_projections
+    from annobench.bench import print_projections, run_bench
 
     def build_and_project(workdir: Path) -> None:
         builds = [Path(d).resolve() for d in args.records]
@@ -468,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a release folder (with MANIFEST.jsonl) or a build's output folder (with provenance/)")
     audit.add_argument("--recompute", type=non_negative_int, default=0, metavar="N",
                        help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
-    audit.add_argument("--jobs", type=int, default=0, metavar="N",
+    audit.add_argument("--jobs", type=non_negative_int, default=0, metavar="N",
                        help="files hashed at a time (default: the cores this process may use, at most 8); "
                             "the verdict does not depend on it")
     audit.set_defaults(handler=_audit)
@@ -481,8 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--records", action="append", default=[], metavar="BUILD_DIR",
                        help="project from the job records of this finished build (its folder with out/ and "
                             ".snakemake/) instead of building; repeat to combine builds of different sizes")
-    bench.add_argument("--project-images", type=int, default=510_123, help="images of the projected release")
-    bench.add_argument("--project-cores", type=int, default=32, help="cores of the projected machine")
+    bench.add_argument("--project-images", type=positive_int, default=510_123, help="images of the projected release")
+    bench.add_argument("--project-cores", type=positive_int, default=32, help="cores of the projected machine")
     bench.add_argument("--mem-gb", type=float, default=256, help="memory of the projected machine")
     bench.add_argument("--plot", default=None, help="write the cores' utilisation over time here (PNG)")
     bench.set_defaults(handler=_bench)
