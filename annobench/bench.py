@@ -14,7 +14,6 @@ packed the jobs on the cores.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from annobench.core.provenance import RECORDS
+from annobench.core.provenance import read_job_records
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO.parent / "shared" / "data" / "real"
@@ -181,8 +180,7 @@ def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float],
     by_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "cpu": 0.0, "startup": 0.0, "peak": 0.0,
                                                     "declared": None})
     over_budget = []
-    for path in sorted((out_dir / RECORDS).glob("*.json")):
-        record = json.loads(path.read_text())
+    for name, record in read_job_records(out_dir):
         usage = record.get("usage") or {}
         rule = by_rule[record["rule"]]
         rule["jobs"] += 1
@@ -194,7 +192,7 @@ def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float],
         declared = usage.get("declared_mem_mib")
         rule["declared"] = declared
         if declared and usage["peak_rss_mib"] > declared:
-            over_budget.append(f"{path.stem} ({usage['peak_rss_mib']:.0f} MiB > {declared} MiB declared)")
+            over_budget.append(f"{name} ({usage['peak_rss_mib']:.0f} MiB > {declared} MiB declared)")
     cpu_of = lambda prefixes: sum(r["cpu"] for name, r in by_rule.items() if name.startswith(prefixes))  # noqa: E731
     visual_cpu, other_cpu = cpu_of(VISUAL), cpu_of(PER_IMAGE_OTHER)
     per_image_cpu = visual_cpu + other_cpu

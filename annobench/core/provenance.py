@@ -122,6 +122,12 @@ def job_files(snakemake, out_dir: Path | str) -> dict:
             "output_files": [build_relative(p, out_dir) for p in snakemake.output]}
 
 
+def read_job_records(out_dir: Path | str) -> list[tuple[str, dict]]:
+    """(name, record) of every job record of a build, in name order (bench and projection read them)."""
+    paths = sorted((Path(out_dir) / RECORDS).glob("*.json"))
+    return [(path.stem, json.loads(path.read_text(encoding="utf-8"))) for path in paths]
+
+
 def record_name(rule: str, wildcards: dict) -> str:
     suffix = "-".join(f"{value}" for _, value in sorted(wildcards.items()))
     return f"{rule}-{suffix}" if suffix else rule

@@ -27,7 +27,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from annobench.core import layout
-from annobench.core.provenance import RECORDS
+from annobench.core.provenance import read_job_records
 from annobench.visual.stage import FEATURES
 
 # bench_baselines.py (README, Benchmarks): 837 s for 10,000 x 500,000 x 5,000-d on one core
@@ -161,8 +161,7 @@ class BuildSizes:
         """Each job's rule, CPU, start-up CPU and wall time (None if Snakemake kept none)."""
         walls = metadata_walls(self.workdir)
         jobs = []
-        for path in sorted((self.out / RECORDS).glob("*.json")):
-            record = json.loads(path.read_text())
+        for _, record in read_job_records(self.out):
             usage = record.get("usage") or {}
             outputs = record["files"]["output_files"]
             wall = walls.get(f"{self.config['output']}/{outputs[0]}") if outputs else None
