@@ -155,6 +155,18 @@ def _fresh_dir(path: Path) -> Path:
     return path
 
 
+def codebook_fits(out_dir: Path) -> dict[str, dict]:
+    """Each codebook's fit to its sample, as training recorded it in the codebook's metadata."""
+    from annobench.visual.bow_stage import read_codebook_fit
+
+    fits = {}
+    for path in sorted((out_dir / "artefacts").glob("codebook_*.parquet")):
+        fit = read_codebook_fit(path)
+        if fit:
+            fits[path.stem.removeprefix("codebook_")] = fit
+    return fits
+
+
 def _codebook_scale(out_dir: Path, record: dict) -> float:
     """k-means time grows with the sample: how much bigger the configured sample is than this job's."""
     from annobench.visual.bow_stage import npy_shape
@@ -222,6 +234,10 @@ def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float],
           f"{visual_hours:.2f} h + text {text_hours:.2f} h of per-image work (each job's start-up counted once a "
           f"shard), + {codebook_hours:.2f} h for the longest codebook (scaled to the full sample; counted as if "
           f"nothing ran beside it) = {visual_hours + text_hours + codebook_hours:.2f} h", file=out)
+    fits = codebook_fits(out_dir)
+    for kind, fit in fits.items():
+        print(f"codebook {kind}: fit {fit['mean_squared_distance']:.6f} (mean squared distance of its "
+              f"{fit['sample_rows']} training rows to their nearest word)", file=out)
     print(f"jobs over their declared memory: {over_budget or 'none'}", file=out)
-    return {"images_per_second_per_core": visual_rate, "projection_hours": visual_hours + text_hours + codebook_hours,
+    return {"codebook_fits": fits, "images_per_second_per_core": visual_rate, "projection_hours": visual_hours + text_hours + codebook_hours,
             "over_budget": over_budget, "rules": dict(by_rule), "walls": walls}

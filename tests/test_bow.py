@@ -356,3 +356,27 @@ def test_codebook_and_words_are_the_same_bytes_under_other_blas_kernels(tmp_path
         pytest.skip("this numpy's BLAS ignores OPENBLAS_CORETYPE: both runs used one kernel")
     assert haswell["codebook"].tobytes() == sandybridge["codebook"].tobytes()
     assert np.array_equal(haswell["words"], sandybridge["words"])
+
+
+def test_the_codebook_records_its_fit_the_same_on_any_threads(tmp_path):
+    """The fit is the mean squared distance to the nearest word by brute force in float64, kept in
+    the codebook's metadata; a trained codebook fits its sample better than its first centres."""
+    from annobench.visual.bow_stage import read_codebook_fit, train_kind
+
+    sample = real_descriptors(20)
+    path = tmp_path / "sample.npy"
+    np.save(path, sample)
+    params = {"sample_descriptors": 10**9, "seed": 3, "words": 40, "iterations": 5, "warm_start_share": 0.1,
+              "warm_start_iterations": 10}
+    fits = []
+    for threads in (1, 3):
+        codebook = train_kind([str(path)], "sift", params, tmp_path / f"codebook{threads}.parquet",
+                              log=lambda _: None, threads=threads)
+        fits.append(read_codebook_fit(tmp_path / f"codebook{threads}.parquet"))
+    assert fits[0] == fits[1] and fits[0]["sample_rows"] == len(sample)
+    rows = sample.astype(np.float64)
+    brute = np.min([((rows - word) ** 2).sum(axis=1) for word in codebook.astype(np.float64)], axis=0).mean()
+    assert fits[0]["mean_squared_distance"] == pytest.approx(brute, rel=1e-12)
+    assert bow.codebook_fit(sample, codebook) == fits[0]["mean_squared_distance"]
+    first = bow.seed_centres(sample, 40, 3)
+    assert bow.codebook_fit(sample, first) > fits[0]["mean_squared_distance"]

@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +28,8 @@ from annobench.visual import bow, dsift
 from annobench.visual.stage import write_vectors
 
 Log = Callable[[str], None]
+# The codebook's fit to its training sample, in its Parquet metadata (JSON).
+CODEBOOK_FIT = "annobench.codebook_fit"
 # Rows read at a time when codebook training loads the shards' samples (100 MB at 384 values).
 SAMPLE_CHUNK_ROWS = 65536
 
@@ -94,7 +98,11 @@ def train_kind(
     codebook = bow.train_codebook(sample, params["words"], params["iterations"], params["seed"], log=log,
                                   threads=threads, warm_start_share=params["warm_start_share"],
                                   warm_start_iterations=params["warm_start_iterations"])
-    write_codebook(codebook, kind, params, out_path)
+    with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
+        fit = {"mean_squared_distance": bow.codebook_fit(sample, codebook, pool), "sample_rows": len(sample)}
+    log(f"{kind}: fit {fit['mean_squared_distance']:.6f} (mean squared distance of the {len(sample)} sample rows "
+        "to their nearest word)")
+    write_codebook(codebook, kind, params, out_path, fit)
     return codebook
 
 
@@ -149,7 +157,9 @@ def _npy_chunks(path: str):
             yield first, chunk
 
 
-def write_codebook(codebook: np.ndarray, kind: str, params: dict, path: Path | str) -> None:
+def write_codebook(codebook: np.ndarray, kind: str, params: dict, path: Path | str, fit: dict | None = None) -> None:
+    """The codebook table; with `fit` (codebook_fit's figure and the sample's rows), kept in its
+    metadata under CODEBOOK_FIT (a k-means change is judged by it: issue 29)."""
     k, dimension = codebook.shape
     schema = pa.schema(
         [
@@ -157,8 +167,16 @@ def write_codebook(codebook: np.ndarray, kind: str, params: dict, path: Path | s
             field("vector", pa.list_(pa.float32(), dimension), f"{kind} descriptor of the cluster centre"),
         ]
     )
+    if fit is not None:
+        schema = schema.with_metadata({CODEBOOK_FIT: json.dumps(fit, sort_keys=True)})
     table = pa.Table.from_arrays([pa.array(np.arange(k, dtype=np.int32)), vector_column(codebook)], schema=schema)
     write_table(table, path, f"codebook_{kind}", params=params)
+
+
+def read_codebook_fit(path: Path | str) -> dict | None:
+    """The fit write_codebook kept, if any."""
+    raw = (pq.read_schema(path).metadata or {}).get(CODEBOOK_FIT.encode())
+    return json.loads(raw) if raw else None
 
 
 def read_codebook(path: Path | str) -> np.ndarray:
