@@ -130,7 +130,10 @@ def test_bench_prints_both_shapes_and_the_critical_path_from_records(demo_build,
     assert set(hours) == {"2014", "2016"} and all(h > 0 for h in hours.values())
     assert hours["2016"] >= hours["2014"]  # more queries, the subtasks on top
     path = done.stdout.split("whole release, 2014 shape")[1].split("whole release, 2016")[0]
-    assert "ingest_shard" in path and "release" in path
+    steps = re.findall(r"^\s+([\d.]+) - +([\d.]+)  (\w+)", path, re.MULTILINE)
+    # A chain from a job that waits for nothing (which one depends on the records' timings) to the release.
+    assert float(steps[0][0]) == 0 and steps[-1][2] in ("release", "all") and "release" in path
+    assert all(float(end) <= float(next_start) + 1e-3 for (_, end, _), (next_start, _, _) in zip(steps, steps[1:]))
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -140,3 +143,24 @@ def test_calibration_gives_every_recorded_rule_a_cost(demo_build):
     assert recorded <= set(calibration.rules)
     shard = calibration.rules["feature_gist"]
     assert shard.driver == "shard_images" and shard.rate > 0 and shard.fixed > 0
+
+
+def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
+    from annobench.projection.costs import MERGE_RULE, cost_rule
+    from annobench.projection.project import images_read, planned_sizes, units_of
+
+    shards = -(-510_123 // 2000)
+    sizes = planned_sizes([{"rule": "ingest_shard"}] * shards, "2016", 510_123, 2000)
+    tests, trainings = len(sizes["block_shares"]["test"]), len(sizes["block_shares"]["training"])
+    assert (tests, trainings) == (6, 3)  # blocks of whole shards up to 100,000 / 200,000 images
+    whole = units_of({"rule": "benchmark_neighbours", "wildcards": {"feature": "gist"}}, "pair_dims", sizes)
+    assert whole == 510_123 * 500_000 * 960
+    parts = [{"rule": "benchmark_neighbour_block", "wildcards": {"feature": "gist", "test_block": f"{t:03d}",
+                                                                 "training_block": f"{r:03d}"}}
+             for t in range(tests) for r in range(trainings)]
+    assert sum(units_of(part, "pair_dims", sizes) for part in parts) == pytest.approx(whole)
+    # A part reads its two blocks' vectors, not the build's.
+    assert images_read(parts[0], sizes) == pytest.approx(100_000 + 200_000)
+    # The neighbours job that only merges parts is costed apart, per query image.
+    assert cost_rule("benchmark_neighbours", ["benchmark_neighbour_block-gist-000-000"]) == MERGE_RULE
+    assert cost_rule("benchmark_neighbours", ["tables/gist/shard-00000.parquet"]) == "benchmark_neighbours"

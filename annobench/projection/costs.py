@@ -4,10 +4,12 @@ A job's cost is a fixed part (its process's start-up, measured inside it, plus S
 own per-job overhead) and work proportional to one size (its driver):
 
 - shard rules: the images of the shard;
-- benchmark_neighbours: query x reference x dimension products (NEIGHBOUR_RATE), plus the
-  images it reads;
+- benchmark_neighbours searching alone, and each part of a search split into blocks
+  (benchmark_neighbour_block): query x reference x dimension products (NEIGHBOUR_RATE), plus
+  the images it reads; the merge of a split search (MERGE_RULE): the query images;
 - codebooks: sample descriptors x words x iterations of k-means;
-- the baselines, captions, boxes, selection and illustration jobs: the query images;
+- the baselines, captions, boxes, selection and illustration jobs: the query images (Meteor's
+  block jobs: the query images of their block);
 - every other job (one for the whole build): the images of the build.
 
 Work is CPU time from the job records, less start-up. A job whose wall time (Snakemake's
@@ -35,15 +37,25 @@ from annobench.visual.stage import FEATURES
 # timed there.
 NEIGHBOUR_RATE = 837 / (10_000 * 500_000 * 5_000)
 QUERY_RULES = ("baselines", "box_baselines", "selection_baselines", "caption_baselines", "caption_evaluation",
-               "illustration", "benchmark_boxes", "caption_references")
+               "caption_run_evaluation", "caption_human_bound", "illustration", "benchmark_boxes",
+               "caption_references")
+# Jobs of one block of test images (whole shards): the block's test images.
+BLOCK_QUERY_RULES = ("caption_meteor_block",)
 FIXED_RULES = ("getlf_projection", "all")
+SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
+# benchmark_neighbours when it only merges the parts of a split search: a cost of its own.
+MERGE_RULE = "benchmark_neighbours_merge"
 
 
 def driver_of(rule: str, wildcards: dict) -> str:
     if "shard" in wildcards:
         return "shard_images"
-    if rule == "benchmark_neighbours":
+    if rule in SEARCH_RULES:
         return "pair_dims"
+    if rule == MERGE_RULE:
+        return "queries"
+    if rule in BLOCK_QUERY_RULES:
+        return "block_queries"
     if rule.startswith("bow_codebook_"):
         return "kmeans"
     if rule in QUERY_RULES:
@@ -57,7 +69,7 @@ class RuleCost:
     driver: str
     fixed: float  # seconds a job, whatever its size
     rate: float  # core-seconds per unit of the driver
-    per_image: float = 0.0  # core-seconds per image of the build, besides the driver (the neighbour search)
+    per_image: float = 0.0  # core-seconds per image read, besides the driver (the neighbour search)
     units: float = 0.0  # the driver's size in the calibration, summed over its jobs
     build: str = ""
     work: float = 0.0  # core-seconds of work (start-up aside), summed over its jobs
@@ -133,15 +145,36 @@ class BuildSizes:
         self.shard_images = {path.stem.split("-")[-1]: pq.read_metadata(path).num_rows
                              for path in sorted((self.out / "tables" / "images").glob("shard-*.parquet"))}
         self.n_images = sum(self.shard_images.values())
-        self.queries, self.references = self._splits()
+        self.split_of = self._splits()
+        self.references = sum(split == "train" for split in self.split_of.values())
+        self.queries = len(self.split_of) - self.references
 
-    def _splits(self) -> tuple[int, int]:
+    def _splits(self) -> dict[str, str]:
         path = self.out / "tables" / "splits" / "all.parquet"
         if not path.exists():
-            return 0, 0
-        splits = pq.read_table(path, columns=["split"]).column("split").to_pylist()
-        train = splits.count("train")
-        return len(splits) - train, train
+            return {}
+        table = pq.read_table(path, columns=["image_id", "split"]).to_pydict()
+        return dict(zip(table["image_id"], table["split"]))
+
+    def search_pairs(self, record: dict) -> int:
+        """(test, training) pairs a neighbour search compared: all of them, or a part's block x block."""
+        inputs = record["files"]["input"]
+        if "queries" not in inputs:
+            return self.queries * self.references
+        test = sum(self._split_count(path, train=False) for path in inputs["queries"])
+        return test * sum(self._split_count(path, train=True) for path in inputs["reference"])
+
+    def images_read(self, record: dict) -> int:
+        """Images whose vectors a neighbour search read: a part's two blocks, else the build's."""
+        inputs = record["files"]["input"]
+        if "queries" not in inputs:
+            return self.n_images
+        return sum(self.shard_images.get(Path(path).stem.split("-")[-1], 0)
+                   for path in [*inputs["queries"], *inputs["reference"]])
+
+    def _split_count(self, table: str, train: bool) -> int:
+        ids = pq.read_table(self.out / table, columns=["image_id"]).column(0).to_pylist()
+        return sum((self.split_of.get(i) == "train") == train and i in self.split_of for i in ids)
 
     def dimension(self, feature: str) -> int:
         first = next((self.out / "tables" / feature).glob("shard-*.parquet"))
@@ -152,9 +185,11 @@ class BuildSizes:
         if driver == "shard_images":
             return self.shard_images.get(record["wildcards"]["shard"], 0)
         if driver == "pair_dims":
-            return self.queries * self.references * self.dimension(record["wildcards"]["feature"])
+            return self.search_pairs(record) * self.dimension(record["wildcards"]["feature"])
         if driver == "kmeans":
             return kmeans_units(record, self.out)
+        if driver == "block_queries":
+            return sum(self._split_count(path, train=False) for path in record["files"]["input"]["images"])
         return {"queries": self.queries, "images": self.n_images, "fixed": 0}[driver]
 
     def jobs(self) -> list[dict]:
@@ -165,10 +200,20 @@ class BuildSizes:
             usage = record.get("usage") or {}
             outputs = record["files"]["output_files"]
             wall = walls.get(f"{self.config['output']}/{outputs[0]}") if outputs else None
+            record = {**record, "rule": cost_rule(record["rule"], record["files"]["input_files"])}
             jobs.append({"rule": record["rule"], "wildcards": record["wildcards"], "units": self.units(record),
+                         "read": self.images_read(record) if record["rule"] in SEARCH_RULES else self.n_images,
                          "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
                          "wall": wall})
         return jobs
+
+
+def cost_rule(rule: str, inputs: list[str]) -> str:
+    """The rule a job is costed as: MERGE_RULE for a neighbours job that merges parts (its inputs,
+    or the jobs it waits for, name neighbour blocks)."""
+    if rule == "benchmark_neighbours" and any("neighbour_block" in name for name in inputs):
+        return MERGE_RULE
+    return rule
 
 
 def kmeans_units(record: dict, out: Path) -> float:
@@ -235,7 +280,7 @@ def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[
         cost = RuleCost(rule, driver, fixed, 0.0, units=units, build=str(build.workdir), work=work, jobs=len(group))
         if driver == "pair_dims":  # products at the timed rate; the rest is reading, per image
             cost.rate = NEIGHBOUR_RATE
-            cost.per_image = max(0.0, work - NEIGHBOUR_RATE * units) / len(group) / max(1, build.n_images)
+            cost.per_image = max(0.0, work - NEIGHBOUR_RATE * units) / max(1, sum(j["read"] for j in group))
         elif driver != "fixed" and units:
             cost.rate = work / units
         else:

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from annobench.projection.costs import Calibration, feature_dimension
+from annobench.projection.costs import SEARCH_RULES, Calibration, cost_rule, feature_dimension
 from annobench.projection.dag import planned_jobs, shape_sizes, synthetic_config
 from annobench.projection.schedule import Schedule, SimJob, simulate
 
@@ -38,32 +38,58 @@ def project(shape: str, n_images: int, cores: int, calibration: Calibration, mem
         folder = Path(workdir or scratch)
         config = synthetic_config(folder / f"plan-{shape}", n_images, shape, images_per_shard)
         planned = planned_jobs(config, folder / f"dag-{shape}", cores)
-    jobs = costed_jobs(planned, calibration, planned_sizes(planned, shape, n_images))
+    jobs = costed_jobs(planned, calibration, planned_sizes(planned, shape, n_images, images_per_shard))
     return Projection(shape, n_images, cores, jobs, simulate(list(jobs.values()), cores, mem_mb))
 
 
-def planned_sizes(planned: list[dict], shape: str, n_images: int) -> dict:
+def planned_sizes(planned: list[dict], shape: str, n_images: int, images_per_shard: int) -> dict:
+    from annobench.benchmark.neighbour_blocks import block_plan, shard_blocks
     from annobench.core.config import load_config
 
     config = load_config()
     bow = config["features"]["bow"]
     shards = sum(1 for job in planned if job["rule"] == "ingest_shard") or 1
+    shard_sizes = [min(images_per_shard, n_images - k * images_per_shard) for k in range(shards)]
+    blocks = {side: [sum(shard_sizes[s] for s in block) / n_images for block in side_blocks]
+              for side, side_blocks in block_plan(config["benchmark"]["neighbours"], shard_sizes).items()}
+    blocks["captions"] = [sum(shard_sizes[s] for s in block) / n_images
+                          for block in shard_blocks(shard_sizes, config["benchmark"]["captions"]["block_images"])]
     return {**shape_sizes(shape, n_images), "images": n_images, "shard_images": n_images / shards,
-            "kmeans": bow["sample_descriptors"] * bow["words"] * bow["iterations"], "features": config["features"]}
+            "kmeans": bow["sample_descriptors"] * bow["words"] * bow["iterations"], "features": config["features"],
+            "block_shares": blocks}
+
+
+def search_shares(job: dict, sizes: dict) -> tuple[float, float]:
+    """The shares of the test and of the training images a neighbour search job compares: a
+    part's two blocks (the images spread evenly over the shards), else all of them."""
+    if job["rule"] != "benchmark_neighbour_block":
+        return 1.0, 1.0
+    shares = sizes["block_shares"]
+    return shares["test"][int(job["wildcards"]["test_block"])], shares["training"][int(job["wildcards"]["training_block"])]
 
 
 def units_of(job: dict, driver: str, sizes: dict) -> float:
     if driver == "pair_dims":
-        return sizes["queries"] * sizes["references"] * feature_dimension(job["wildcards"]["feature"], sizes["features"])
+        test, training = search_shares(job, sizes)
+        dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"])
+        return sizes["queries"] * test * sizes["references"] * training * dimension
+    if driver == "block_queries":
+        return sizes["queries"] * sizes["block_shares"]["captions"][int(job["wildcards"]["block"])]
     return {"fixed": 0}.get(driver, sizes.get(driver, 0))
+
+
+def images_read(job: dict, sizes: dict) -> float:
+    if job["rule"] not in SEARCH_RULES:
+        return sizes["images"]
+    return sizes["images"] * (sum(search_shares(job, sizes)) if job["rule"] == "benchmark_neighbour_block" else 1)
 
 
 def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict) -> dict[str, SimJob]:
     jobs = {}
     for job in planned:
-        cost = calibration.cost_of(job["rule"], job["wildcards"])
-        seconds = 0.0 if job["rule"] == "all" else cost.seconds(units_of(job, cost.driver, sizes), sizes["images"],
-                                                                 job["threads"])
+        cost = calibration.cost_of(cost_rule(job["rule"], job["after"]), job["wildcards"])
+        seconds = 0.0 if job["rule"] == "all" else cost.seconds(units_of(job, cost.driver, sizes),
+                                                                 images_read(job, sizes), job["threads"])
         jobs[job["name"]] = SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
                                    tuple(job["after"]))
     return jobs

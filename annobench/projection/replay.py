@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annobench.core.provenance import RECORDS
-from annobench.projection.costs import BuildSizes, Calibration
+from annobench.projection.costs import SEARCH_RULES, BuildSizes, Calibration, cost_rule
 from annobench.projection.dag import planned_jobs
 from annobench.projection.schedule import SimJob, simulate
 
@@ -93,8 +93,11 @@ def step_jobs(planned: list[dict], step: set[str], build: BuildSizes, calibratio
         seconds = 0.0
         if record_path.exists():
             record = json.loads(record_path.read_text())
-            cost = calibration.cost_of(job["rule"], job["wildcards"])
-            seconds = cost.seconds(build.units(record), build.n_images, job["threads"])
+            rule = cost_rule(job["rule"], record["files"]["input_files"])
+            record = {**record, "rule": rule}
+            cost = calibration.cost_of(rule, job["wildcards"])
+            images = build.images_read(record) if rule in SEARCH_RULES else build.n_images
+            seconds = cost.seconds(build.units(record), images, job["threads"])
         jobs.append(SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
                            tuple(n for n in job["after"] if n in step)))
     return jobs
