@@ -1,6 +1,7 @@
 # Captions and text illustration (SPEC 9, subtask 2 of 2016 and its teaser): reference
-# descriptions, nearest-neighbour caption runs and their Meteor 1.5 evaluation; query documents
-# from the pages, ranking baselines and their R@k. All on the leaderboard (rule benchmark_report).
+# descriptions, nearest-neighbour caption runs and their Meteor 1.5 evaluation (by blocks of
+# test images, pooled exactly); query documents from the pages, ranking baselines and their
+# R@k. All on the leaderboard (rule benchmark_report).
 # Built when benchmark.captions.references is set / benchmark.illustration.enabled.
 
 CAPTION_TABLE = out("tables/captions/all.parquet")
@@ -50,25 +51,96 @@ if CAPTION_RUNS:
         script:
             "../../scripts/caption_baselines.py"
 
-    # One job for every run: the Meteor and tokenizer JVMs start once a run, not once a job.
-    rule caption_evaluation:
+    # Meteor by blocks of test images (benchmark.captions.block_images, whole shards): each block's
+    # segment statistics, then one EVAL a run over every block's, the same figures as one job.
+    CAPTION_BLOCKS = neighbour_blocks.shard_blocks([len(shard) for shard in INVENTORY.shards],
+                                                   BENCHMARK["captions"]["block_images"])
+    CAPTION_EVALUATION = {"tokenize": BENCHMARK["captions"]["tokenize"]}
+
+    rule caption_meteor_block:
+        wildcard_constraints:
+            block=r"\d{3}",
         input:
             captions=CAPTION_TABLE,
             splits=BENCHMARK_TABLES["splits"],
+            images=lambda wildcards: caption_block_tables(CAPTION_BLOCKS, wildcards.block),
             **{f"run_{run}": out(f"runs/{run}.parquet") for run in CAPTION_RUNS},
         output:
-            **{f"evaluation_{run}": out(f"evaluations/{run}.json") for run in CAPTION_RUNS},
-            evaluation_human=out("evaluations/caption_human.json"),
+            references=out("work/caption_meteor/references-{block}.parquet"),
+            segments=out("work/caption_meteor/segments-{block}.parquet"),
+        log:
+            out("logs/caption_meteor_block/{block}.log"),
+        params:
+            runs=sorted(CAPTION_RUNS),
+            settings=CAPTION_EVALUATION,
+            code=script_code("caption_meteor_block.py", "annobench.benchmark.captions.blocks"),
+        resources:
+            # The Meteor JVM runs with -Xmx2G (pycocoevalcap).
+            mem_mb=3072 + INVENTORY.n_images // 100,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/caption_meteor_block.py"
+
+    CAPTION_BLOCK_OUTPUTS = {
+        what: expand(out(f"work/caption_meteor/{what}-{{block:03d}}.parquet"), block=range(len(CAPTION_BLOCKS)))
+        for what in ("references", "segments")}
+
+    rule caption_run_evaluation:
+        wildcard_constraints:
+            run=one_of(CAPTION_RUNS),
+        input:
+            captions=CAPTION_TABLE,
+            splits=BENCHMARK_TABLES["splits"],
+            run=out("runs/{run}.parquet"),
+            **CAPTION_BLOCK_OUTPUTS,
+        output:
+            evaluation=out("evaluations/{run}.json"),
+            scores=out("work/caption_scores/{run}.parquet"),
+        log:
+            out("logs/caption_run_evaluation/{run}.log"),
+        params:
+            settings=CAPTION_EVALUATION,
+            code=script_code("caption_run_evaluation.py", "annobench.benchmark.captions.blocks"),
+        resources:
+            mem_mb=3072 + INVENTORY.n_images // 50,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/caption_run_evaluation.py"
+
+    rule caption_human_bound:
+        input:
+            captions=CAPTION_TABLE,
+            splits=BENCHMARK_TABLES["splits"],
+            **CAPTION_BLOCK_OUTPUTS,
+        output:
+            evaluation=out("evaluations/caption_human.json"),
+        log:
+            out("logs/caption_human_bound.log"),
+        params:
+            settings=CAPTION_EVALUATION,
+            code=script_code("caption_human_bound.py", "annobench.benchmark.captions.blocks"),
+        resources:
+            mem_mb=3072 + INVENTORY.n_images // 50,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/caption_human_bound.py"
+
+    rule caption_evaluation:
+        input:
+            **{f"scores_{run}": out(f"work/caption_scores/{run}.parquet") for run in CAPTION_RUNS},
+        output:
             scores=out("tables/caption_scores/all.parquet"),
         log:
             out("logs/caption_evaluation.log"),
         params:
             runs=sorted(CAPTION_RUNS),
-            settings={"tokenize": BENCHMARK["captions"]["tokenize"]},
+            settings=CAPTION_EVALUATION,
             code=script_code("caption_evaluation.py"),
         resources:
-            # The Meteor JVM runs with -Xmx2G (pycocoevalcap).
-            mem_mb=3072 + INVENTORY.n_images // 100,
+            mem_mb=1024 + INVENTORY.n_images // 20,
         conda:
             "../../envs/annobench.yaml"
         script:

@@ -205,6 +205,11 @@ def neighbour_block_inputs(wildcards):
             "splits": BENCHMARK_TABLES["splits"]}
 
 
+def caption_block_tables(blocks, block):
+    """The images tables of the shards of a Meteor block (rule caption_meteor_block)."""
+    return [out(layout.table_file("images", SHARDS[shard])) for shard in blocks[int(block)]]
+
+
 def neighbour_block_images(side, block):
     return sum(len(INVENTORY.shards[shard]) for shard in NEIGHBOUR_BLOCKS[side][int(block)])
 

@@ -60,18 +60,29 @@ def score_runs(references: References, runs: Mapping[str, CaptionRun],
     """Each run's evaluate_run result and each image's Meteor (0 where the run has no caption); the
     references are tokenised once and one Meteor process scores every run."""
     refs = tokenized_references(references, method)
-    image_ids = list(refs)
     scored = {}
     with MeteorProcess() as meteor:
         for name, run in runs.items():
             hypotheses = run_hypotheses(references, run, method)
-            corpus, scores = meteor.score([(hypotheses[image_id], refs[image_id]) for image_id in image_ids])
-            per_image = {image_id: score if image_id in run.captions else 0.0
-                         for image_id, score in zip(image_ids, scores)}
-            result = {"meteor": statistics(list(per_image.values()), corpus), **secondary_measures(refs, hypotheses),
-                      "images": len(image_ids), "images_not_in_run": sum(i not in run.captions for i in image_ids)}
-            scored[name] = (result, per_image)
+            corpus, scores = meteor.score(run_segments(refs, hypotheses))
+            scored[name] = run_result(refs, hypotheses, set(run.captions), corpus, scores)
     return scored
+
+
+def run_segments(refs: Mapping[str, list[str]], hypotheses: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """A run's Meteor segments, (caption, the image's references), in the references' image order."""
+    return [(hypotheses[image_id], refs[image_id]) for image_id in refs]
+
+
+def run_result(refs: Mapping[str, list[str]], hypotheses: Mapping[str, str], captioned: set[str], corpus: float,
+               scores: Sequence[float]) -> tuple[dict, dict[str, float]]:
+    """A run's evaluation from its segments' Meteor (in the references' image order) and the
+    tokenised texts: the statistics, the secondary measures and each image's Meteor."""
+    image_ids = list(refs)
+    per_image = {image_id: score if image_id in captioned else 0.0 for image_id, score in zip(image_ids, scores)}
+    result = {"meteor": statistics(list(per_image.values()), corpus), **secondary_measures(refs, hypotheses),
+              "images": len(image_ids), "images_not_in_run": sum(i not in captioned for i in image_ids)}
+    return result, per_image
 
 
 def secondary_measures(refs: Mapping[str, list[str]], hypotheses: Mapping[str, str]) -> dict:
@@ -93,18 +104,28 @@ def human_bound(references: References, method: str = "ptb") -> dict:
     """Leave-one-out Meteor of the references: statistics over the images with two or more
     references (`images`), and `images_left_out`. `corpus` pools every leave-one-out segment."""
     refs = tokenized_references(references, method)
-    scored = [image_id for image_id, texts in refs.items() if len(texts) >= 2]
-    segments, owners = [], []
-    for image_id in scored:
-        texts = refs[image_id]
-        for j, held_out in enumerate(texts):
-            segments.append((held_out, texts[:j] + texts[j + 1:]))
-            owners.append(image_id)
+    segments = human_segments(refs)
     with MeteorProcess() as meteor:
-        corpus, scores = meteor.score(segments)
-    per_image: dict[str, list[float]] = {image_id: [] for image_id in scored}
+        corpus, scores = meteor.score([(held_out, others) for _, _, held_out, others in segments])
+    return human_result(refs, [image_id for image_id, *_ in segments], corpus, scores)
+
+
+def human_segments(refs: Mapping[str, list[str]]) -> list[tuple[str, int, str, list[str]]]:
+    """(image, reference number, that reference, the image's other references) for each reference
+    of the images with two or more, in image order."""
+    segments = []
+    for image_id, texts in refs.items():
+        if len(texts) >= 2:
+            segments += [(image_id, j, held_out, texts[:j] + texts[j + 1:]) for j, held_out in enumerate(texts)]
+    return segments
+
+
+def human_result(refs: Mapping[str, list[str]], owners: Sequence[str], corpus: float,
+                 scores: Sequence[float]) -> dict:
+    """The human bound from the leave-one-out segments' Meteor (`owners`: each segment's image)."""
+    per_image: dict[str, list[float]] = {}
     for image_id, score in zip(owners, scores):
-        per_image[image_id].append(score)
-    means = [float(np.mean(per_image[image_id])) for image_id in scored]
-    return {"meteor": statistics(means, corpus), "images": len(scored),
-            "images_left_out": len(refs) - len(scored)}
+        per_image.setdefault(image_id, []).append(score)
+    means = [float(np.mean(values)) for values in per_image.values()]
+    return {"meteor": statistics(means, corpus), "images": len(per_image),
+            "images_left_out": len(refs) - len(per_image)}

@@ -75,20 +75,35 @@ class MeteorProcess:
         return self
 
     def score(self, segments: Sequence[tuple[str, Sequence[str]]]) -> tuple[float, list[float]]:
-        """(corpus Meteor, each segment's Meteor) of (hypothesis, references) segments, in one
-        EVAL of the running process (the corpus score pools the segments' statistics)."""
-        if not segments:
-            return math.nan, []
-        references = {index: [_protocol_safe(text) for text in refs] for index, (_, refs) in enumerate(segments)}
-        hypotheses = {index: [_protocol_safe(hypothesis)] for index, (hypothesis, _) in enumerate(segments)}
+        """(corpus Meteor, each segment's Meteor) of (hypothesis, references) segments: their
+        statistics, then one EVAL over them (the corpus score pools the statistics), as
+        pycocoevalcap's compute_score does."""
+        return self.evaluate(self.statistics(segments))
+
+    def statistics(self, segments: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+        """Each segment's sufficient statistics, as the jar's SCORE line gives them: segments
+        scored apart (other jobs, other processes) pool in `evaluate` to the same figures."""
         try:
-            corpus, scores = self._meteor.compute_score(references, hypotheses)
+            return [self._meteor._stat(_protocol_safe(hypothesis), [_protocol_safe(text) for text in refs])
+                    for hypothesis, refs in segments]
+        except (ValueError, OSError) as error:  # the jar died: a closed pipe
+            raise CaptionError(f"Meteor failed ({METEOR_COMMAND}): {self._failure(error)}") from None
+
+    def evaluate(self, statistics: Sequence[str]) -> tuple[float, list[float]]:
+        """(corpus Meteor, each segment's Meteor) from segment statistics, in one EVAL line."""
+        if not statistics:
+            return math.nan, []
+        process = self._meteor.meteor_p
+        try:
+            process.stdin.write(("EVAL" + "".join(f" ||| {line}" for line in statistics) + "\n").encode())
+            process.stdin.flush()
+            scores = [float(process.stdout.readline().strip()) for _ in statistics]
+            return float(process.stdout.readline().strip()), scores
         except (ValueError, OSError) as error:  # the jar died: an empty line, or a closed pipe
             raise CaptionError(f"Meteor failed ({METEOR_COMMAND}): {self._failure(error)}") from None
-        return float(corpus), [float(score) for score in scores]
 
     def _failure(self, error: Exception) -> str:
-        # compute_score holds the wrapper's lock when it fails; its __del__ would wait on it forever.
+        # A lock held when the jar failed (the wrapper's own calls) would block its __del__ forever.
         if self._meteor.lock.locked():
             self._meteor.lock.release()
         process = self._meteor.meteor_p

@@ -10,9 +10,13 @@ Each function at the end is one Snakemake job, callable without Snakemake:
 - rule caption_baselines: the nearest and consensus transfer runs
   (captions.baselines) on each feature of benchmark.features, for every test
   image, from the training images' references;
-- rule caption_evaluation: each run's Meteor 1.5 statistics and secondary
-  measures over the test images with references, the human upper bound, and
-  the `caption_scores` table (each run's caption and Meteor per image).
+- rule caption_meteor_block: a block of test images' references and captions
+  tokenised, and each segment's Meteor 1.5 statistics (captions.blocks);
+- rules caption_run_evaluation and caption_human_bound: a run's Meteor
+  statistics and secondary measures over the test images with references (its
+  caption_scores rows aside), and the human upper bound, from every block;
+- rule caption_evaluation: the `caption_scores` table (each run's caption and
+  Meteor per image).
 
 Images are always taken in image_id order, so every output is the same bytes
 whatever the cores.
@@ -29,6 +33,7 @@ import pyarrow.parquet as pq
 
 from annobench.benchmark.box_stage import split_ids
 from annobench.benchmark.captions.baselines import TransferredCaption
+from annobench.benchmark.captions.blocks import HUMAN_RUN
 from annobench.benchmark.captions.files import (
     CaptionError,
     CaptionRun,
@@ -44,7 +49,6 @@ from annobench.core.provenance import raw_file
 from annobench.core.tables import field, rows_to_table, write_table
 
 HARVESTED = "harvested"
-HUMAN_RUN = "caption_human"
 
 CAPTION_RUN_SCHEMA = pa.schema([
     field("image_id", pa.string(), "a test image"),
@@ -185,32 +189,102 @@ def caption_baselines_job(job: Job) -> None:
 
 # -- evaluation ------------------------------------------------------------------
 
-def caption_evaluation_job(job: Job) -> None:
-    """Rule caption_evaluation: each run and the human bound against the test images' references."""
-    from annobench.benchmark.captions.measure import human_bound, score_runs
-    from annobench.benchmark.captions.meteor import METEOR_COMMAND, require_tools
+def evaluation_settings(method: str) -> dict:
+    from annobench.benchmark.captions.meteor import METEOR_COMMAND
+
+    return {"tokenize": method, "std": "population", "meteor": METEOR_COMMAND}
+
+
+def test_references(job: Job, images: set[str] | None = None) -> References:
+    """The references of the test images (of `images` only, when given)."""
+    test = set(split_ids(job.input("splits"), "test"))
+    return references_from_table(job.input("captions"), test if images is None else test & images)
+
+
+def caption_meteor_block_job(job: Job) -> None:
+    """Rule caption_meteor_block: the block's test images' references and every run's captions
+    tokenised, and each segment's Meteor statistics (captions.blocks)."""
+    from annobench.benchmark.captions.blocks import block_segments
+    from annobench.benchmark.captions.meteor import require_tools
 
     require_tools()
-    test = set(split_ids(job.input("splits"), "test"))
-    references = references_from_table(job.input("captions"), test)
-    if not references.images:
-        raise CaptionError(f"no test image has a reference description ({len(test)} test images): "
-                           "see benchmark.captions.references")
-    method = job.params["settings"]["tokenize"]
-    settings = {"tokenize": method, "std": "population", "meteor": METEOR_COMMAND}
+    block_images = {i for path in job.input_list("images")
+                    for i in pq.read_table(path, columns=["image_id"]).column(0).to_pylist()}
+    references = test_references(job, block_images)
     runs = {name: run_of_table(job.input(f"run_{name}"), name, references) for name in sorted(job.params["runs"])}
-    score_rows = []
-    for name, (result, per_image) in score_runs(references, runs, method).items():
-        write_bytes_atomic(job.output(f"evaluation_{name}"),
-                           json_bytes({**result, "run": name, "settings": settings, "references": references.summary()}))
-        score_rows += [{"run": name, "image_id": image_id, "caption": runs[name].captions.get(image_id),
-                        "meteor": score} for image_id, score in per_image.items()]
-        job.log(f"{name}: Meteor {result['meteor']['mean']:.4f} over {result['images']} images")
-    human = human_bound(references, method)
-    write_bytes_atomic(job.output("evaluation_human"),
-                       json_bytes({**human, "run": HUMAN_RUN, "settings": settings, "references": references.summary()}))
-    write_table(rows_to_table(score_rows, CAPTION_SCORES_SCHEMA), job.output("scores"), "caption_scores",
-                params=settings)
+    method = job.params["settings"]["tokenize"]
+    tokens, segments = block_segments(references, runs, method)
+    write_table(tokens, job.output("references"), "caption_reference_tokens", params={"tokenize": method})
+    write_table(segments, job.output("segments"), "caption_segments", params=evaluation_settings(method))
+    job.log(f"{len(references.images)} test images with references of {len(block_images)} images: "
+            f"{segments.num_rows} segments of {len(runs)} runs and the human bound")
+
+
+def pooled_evaluation(job: Job, run: str):
+    """(the test images' references, their tokenised forms, the run's segments in image order,
+    their Meteor) from every block, checked to cover the same images."""
+    from annobench.benchmark.captions.blocks import evaluate_statistics, pooled_references, pooled_segments
+
+    references = test_references(job)
+    if not references.images:
+        raise CaptionError(f"no test image has a reference description "
+                           f"({len(split_ids(job.input('splits'), 'test'))} test images): "
+                           "see benchmark.captions.references")
+    refs = pooled_references(job.input_list("references"))
+    segments = pooled_segments(job.input_list("segments"), run)
+    if list(refs) != list(references.images):
+        raise CaptionError(f"the Meteor blocks hold {len(refs)} images with references, the captions table "
+                           f"{len(references.images)}: rebuild the blocks")
+    corpus, scores = evaluate_statistics(segments)
+    return references, refs, segments, corpus, scores
+
+
+def caption_run_evaluation_job(job: Job) -> None:
+    """Rule caption_run_evaluation: one run's Meteor statistics and secondary measures, and its
+    rows of the caption_scores table."""
+    from annobench.benchmark.captions.measure import run_result
+
+    name = job.wildcards["run"]
+    method = job.params["settings"]["tokenize"]
+    references, refs, segments, corpus, scores = pooled_evaluation(job, name)
+    columns = segments.select(["image_id", "hypothesis", "captioned"]).to_pydict()
+    if columns["image_id"] != list(refs):
+        raise CaptionError(f"{name}: the Meteor blocks score {len(columns['image_id'])} of its captions, "
+                           f"the references are of {len(refs)} images: rebuild the blocks")
+    hypotheses = dict(zip(columns["image_id"], columns["hypothesis"]))
+    captioned = {i for i, given in zip(columns["image_id"], columns["captioned"]) if given}
+    result, per_image = run_result(refs, hypotheses, captioned, corpus, scores)
+    write_bytes_atomic(job.output("evaluation"), json_bytes(
+        {**result, "run": name, "settings": evaluation_settings(method), "references": references.summary()}))
+    run = run_of_table(job.input("run"), name, references)
+    rows = [{"run": name, "image_id": image_id, "caption": run.captions.get(image_id), "meteor": score}
+            for image_id, score in per_image.items()]
+    write_table(rows_to_table(rows, CAPTION_SCORES_SCHEMA), job.output("scores"), "caption_scores",
+                params=evaluation_settings(method))
+    job.log(f"{name}: Meteor {result['meteor']['mean']:.4f} over {result['images']} images")
+
+
+def caption_human_bound_job(job: Job) -> None:
+    """Rule caption_human_bound: the leave-one-out Meteor of the test images' references."""
+    from annobench.benchmark.captions.measure import human_result
+
+    method = job.params["settings"]["tokenize"]
+    references, refs, segments, corpus, scores = pooled_evaluation(job, HUMAN_RUN)
+    human = human_result(refs, segments.column("image_id").to_pylist(), corpus, scores)
+    write_bytes_atomic(job.output("evaluation"), json_bytes(
+        {**human, "run": HUMAN_RUN, "settings": evaluation_settings(method), "references": references.summary()}))
+    job.log(f"human bound: Meteor {human['meteor']['mean']:.4f} over {human['images']} images")
+
+
+def caption_evaluation_job(job: Job) -> None:
+    """Rule caption_evaluation: the caption_scores table, every run's rows in run order."""
+    import pyarrow as pa
+
+    parts = [pq.read_table(job.input(f"scores_{name}")) for name in sorted(job.params["runs"])]
+    table = pa.concat_tables(parts).combine_chunks() if parts else CAPTION_SCORES_SCHEMA.empty_table()
+    write_table(table.replace_schema_metadata(None).cast(CAPTION_SCORES_SCHEMA), job.output("scores"),
+                "caption_scores", params=evaluation_settings(job.params["settings"]["tokenize"]))
+    job.log(f"{table.num_rows} caption scores of {len(parts)} runs")
 
 
 def run_of_table(path: str, name: str, references: References) -> CaptionRun:

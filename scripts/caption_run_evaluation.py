@@ -1,0 +1,11 @@
+"""Snakemake entry point of rule caption_run_evaluation; the work is annobench.benchmark.captions.stage.caption_run_evaluation_job."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+from annobench.benchmark.captions.stage import caption_run_evaluation_job  # noqa: E402
+from annobench.core.jobs import run_snakemake_job  # noqa: E402
+
+run_snakemake_job(snakemake, caption_run_evaluation_job)
