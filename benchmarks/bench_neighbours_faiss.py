@@ -9,7 +9,8 @@ each copy perturbed (seeded), held in memory. For 1 and 2 threads, prints querie
   ours (threads): nearest_squared with that many BLAS threads in one process;
   ours (jobs):    the training set split into as many parts as threads, searched by separate
                   processes of one BLAS thread each and merged exactly (what --cores does);
-  faiss:          IndexFlatL2 over the training set, faiss.omp_set_num_threads;
+  faiss:          IndexFlatL2's exact search (faiss.knn, its kernel without the index's copy of
+                  the training set), faiss.omp_set_num_threads;
 the float32 GEMM rate of the search's own product shape (query_block x d by d x reference_block,
 numpy, same threads) and the share of it each search reaches (2 n m d flops), the agreement of the
 neighbour lists (identical lists, and the mean overlap of the neighbour sets, which sets ties
@@ -80,10 +81,10 @@ def ours_jobs(queries, train, k, jobs, search):
 
 
 def faiss_search(queries, train, k, threads):
+    """IndexFlatL2's search without the index: faiss.knn runs the same exact L2 kernel
+    (knn_L2sqr) on the training array where it lies, so the full-size set is not held twice."""
     faiss.omp_set_num_threads(threads)
-    index = faiss.IndexFlatL2(train.shape[1])
-    index.add(train)
-    squared, rows = index.search(queries, k)
+    squared, rows = faiss.knn(queries, train, k, metric=faiss.METRIC_L2)
     return rows, squared
 
 

@@ -126,8 +126,9 @@ def java_available() -> bool:
     return shutil.which("java") is not None
 
 
-def demo_build_in(workdir: Path, cores: int = 2) -> Path:
-    """The demo, from a copy of its files (so tests may edit raw inputs), built into workdir/out."""
+def demo_build_in(workdir: Path, cores: int = 2, edit=None) -> Path:
+    """The demo, from a copy of its files (so tests may edit raw inputs), built into workdir/out;
+    `edit(config)` may change the config first."""
     import shutil
 
     import yaml
@@ -136,6 +137,8 @@ def demo_build_in(workdir: Path, cores: int = 2) -> Path:
     shutil.copytree(REPO / "demo", demo)
     config = {"output": "out", **demo_sections(demo), "features": {"bow": {"words": 50, "iterations": 10}}}
     config["benchmark"]["captions"] = caption_settings()
+    if edit:
+        edit(config)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(workdir, "--cores", str(cores), "--configfile", str(workdir / "config.yaml"))
     return workdir / "out"

@@ -160,6 +160,25 @@ def test_demo_is_the_same_bytes_on_one_core(demo_build, demo_on_one_core):
     assert [k for k in before if before[k] != after[k]] == []
 
 
+def test_meteor_in_blocks_of_shards_gives_the_same_evaluation_as_one_block(demo_build, tmp_path):
+    """The demo in shards of 3 images, each shard a Meteor block: every run's evaluation, the human
+    bound and caption_scores are the one-block build's bytes."""
+    needs_captions(demo_build)
+
+    def in_blocks(config):
+        config["sharding"] = {"images_per_shard": 3}
+        config["benchmark"]["captions"]["block_images"] = 1
+
+    out = demo_build_in(tmp_path, edit=in_blocks)
+    blocks = sorted((out / "work" / "caption_meteor").glob("segments-*.parquet"))
+    assert len(blocks) == 3 and len(list((demo_build / "work" / "caption_meteor").glob("segments-*"))) == 1
+    wanted = ("evaluations/caption_", "tables/caption_scores", "tables/captions")
+    before = {k: v for k, v in tree_bytes(demo_build).items() if k.startswith(wanted)}
+    after = {k: v for k, v in tree_bytes(out).items() if k.startswith(wanted)}
+    assert len(before) >= 16 and sorted(after) == sorted(before)
+    assert [k for k in before if before[k] != after[k]] == []
+
+
 def test_msrc_caption_and_illustration_outputs_are_the_same_bytes_on_one_core(msrc_build, tmp_path):
     """A copy of the two-core build remakes its caption and illustration outputs on one core."""
     copy = tmp_path / "copy"

@@ -149,8 +149,7 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
     from annobench.projection.costs import MERGE_RULE, cost_rule
     from annobench.projection.project import images_read, planned_sizes, units_of
 
-    shards = -(-510_123 // 2000)
-    sizes = planned_sizes([{"rule": "ingest_shard"}] * shards, "2016", 510_123, 2000)
+    sizes = planned_sizes("2016", 510_123, 2000)
     tests, trainings = len(sizes["block_shares"]["test"]), len(sizes["block_shares"]["training"])
     assert (tests, trainings) == (6, 3)  # blocks of whole shards up to 100,000 / 200,000 images
     whole = units_of({"rule": "benchmark_neighbours", "wildcards": {"feature": "gist"}}, "pair_dims", sizes)
@@ -159,8 +158,8 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
                                                                  "training_block": f"{r:03d}"}}
              for t in range(tests) for r in range(trainings)]
     assert sum(units_of(part, "pair_dims", sizes) for part in parts) == pytest.approx(whole)
-    # A part reads its two blocks' vectors, not the build's.
-    assert images_read(parts[0], sizes) == pytest.approx(100_000 + 200_000)
+    # A part reads its two blocks' vectors, not the build's (whole shards of about 1,993 images).
+    assert 290_000 < images_read(parts[0], sizes) <= 100_000 + 200_000
     # The neighbours job that only merges parts is costed apart, per query image.
     assert cost_rule("benchmark_neighbours", ["benchmark_neighbour_block-gist-000-000"]) == MERGE_RULE
     assert cost_rule("benchmark_neighbours", ["tables/gist/shard-00000.parquet"]) == "benchmark_neighbours"

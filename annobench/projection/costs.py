@@ -3,7 +3,7 @@
 A job's cost is a fixed part (its process's start-up, measured inside it, plus Snakemake's
 own per-job overhead) and work proportional to one size (its driver):
 
-- shard rules: the images of the shard;
+- shard rules: the images of the shard (bow_sample: the share of them it samples);
 - benchmark_neighbours searching alone, and each part of a search split into blocks
   (benchmark_neighbour_block): query x reference x dimension products (NEIGHBOUR_RATE), plus
   the images it reads; the merge of a split search (MERGE_RULE): the query images;
@@ -43,11 +43,16 @@ QUERY_RULES = ("baselines", "box_baselines", "selection_baselines", "caption_bas
 BLOCK_QUERY_RULES = ("caption_meteor_block",)
 FIXED_RULES = ("getlf_projection", "all")
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
+# Rules that keep no job record (the release is the record), costed from Snakemake's wall time
+# of this output.
+RECORDLESS = {"release": "release/MANIFEST.jsonl"}
 # benchmark_neighbours when it only merges the parts of a split search: a cost of its own.
 MERGE_RULE = "benchmark_neighbours_merge"
 
 
 def driver_of(rule: str, wildcards: dict) -> str:
+    if rule == "bow_sample":
+        return "sampled_images"
     if "shard" in wildcards:
         return "shard_images"
     if rule in SEARCH_RULES:
@@ -184,6 +189,8 @@ class BuildSizes:
         driver = driver_of(record["rule"], record["wildcards"])
         if driver == "shard_images":
             return self.shard_images.get(record["wildcards"]["shard"], 0)
+        if driver == "sampled_images":
+            return self.shard_images.get(record["wildcards"]["shard"], 0) * record["params"]["sampling"]["fraction"]
         if driver == "pair_dims":
             return self.search_pairs(record) * self.dimension(record["wildcards"]["feature"])
         if driver == "kmeans":
@@ -205,6 +212,11 @@ class BuildSizes:
                          "read": self.images_read(record) if record["rule"] in SEARCH_RULES else self.n_images,
                          "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
                          "wall": wall})
+        for rule, output in RECORDLESS.items():
+            wall = walls.get(f"{self.config['output']}/{output}")
+            if wall is not None:  # its work is its wall time (no CPU measured), each image
+                jobs.append({"rule": rule, "wildcards": {}, "units": self.n_images, "read": self.n_images,
+                             "cpu": 0.0, "startup": 0.0, "wall": wall, "recordless": True})
         return jobs
 
 
@@ -248,7 +260,8 @@ def metadata_meta(workdir: Path, output: str) -> dict | None:
 def fit_slowdown(jobs: list[dict]) -> Slowdown:
     """Least squares of wall on CPU over the single-core jobs, leaving out jobs whose wall is
     far beyond their CPU (child processes) and multi-threaded ones (CPU above wall)."""
-    points = [(j["cpu"], j["wall"]) for j in jobs if j["wall"] and j["cpu"] <= j["wall"] <= 5 * (j["cpu"] + 1)]
+    points = [(j["cpu"], j["wall"]) for j in jobs
+              if j["wall"] and j["cpu"] <= j["wall"] <= 5 * (j["cpu"] + 1) and not j.get("recordless")]
     if len(points) < 3:
         return Slowdown()
     mean_cpu = statistics.fmean(c for c, _ in points)

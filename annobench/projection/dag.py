@@ -41,11 +41,26 @@ def shape_sizes(shape: str, n_images: int) -> dict[str, int]:
     raise ValueError(f"unknown shape {shape!r} (2014 or 2016)")
 
 
+def synthetic_ids(n_images: int) -> list[str]:
+    return [f"img{k:07d}" for k in range(n_images)]
+
+
+def synthetic_shard_sizes(n_images: int, images_per_shard: int) -> list[int]:
+    """The images of each shard of the synthetic list, as the inventory deals them (by id hash)."""
+    from annobench.sources.ids import shard_count, shard_of
+
+    shards = shard_count(n_images, images_per_shard)
+    sizes = [0] * shards
+    for image_id in synthetic_ids(n_images):
+        sizes[shard_of(image_id, shards)] += 1
+    return sizes
+
+
 def synthetic_config(folder: Path, n_images: int, shape: str, images_per_shard: int = 2000) -> Path:
     """A config planning N images with pages, segmentations and the benchmark of `shape`
     (2016 adds its subtasks: boxes from the segmentations, harvested captions, illustration)."""
     folder.mkdir(parents=True, exist_ok=True)
-    ids = [f"img{k:07d}" for k in range(n_images)]
+    ids = synthetic_ids(n_images)
     (folder / "images.csv").write_text("image_id,path\n" + "".join(f"{i},missing/{i}.jpg\n" for i in ids))
     (folder / "page_map.csv").write_text(
         "image_id,page_id,img_src\n" + "".join(f"{i},p{k // 2:07d}.html,{i}.jpg\n" for k, i in enumerate(ids)))

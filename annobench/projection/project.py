@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annobench.projection.costs import SEARCH_RULES, Calibration, cost_rule, feature_dimension
-from annobench.projection.dag import planned_jobs, shape_sizes, synthetic_config
+from annobench.projection.dag import planned_jobs, shape_sizes, synthetic_config, synthetic_shard_sizes
 from annobench.projection.schedule import Schedule, SimJob, simulate
 
 SHAPES = ("2014", "2016")
@@ -21,6 +21,7 @@ class Projection:
     cores: int
     jobs: dict[str, SimJob]
     schedule: Schedule
+    shard_jobs: frozenset[str] = frozenset()
 
     @property
     def hours(self) -> float:
@@ -29,7 +30,15 @@ class Projection:
     @property
     def lower_bound_hours(self) -> float:
         """Today's figure: all work spread evenly over the cores, no dependencies."""
-        return sum(j.seconds * min(j.threads, self.cores) for j in self.jobs.values()) / self.cores / 3600
+        return self.work_hours(lambda job: True)
+
+    @property
+    def shard_hours(self) -> float:
+        """The share of the lower bound in the per-shard jobs (ingest, features, text, regions, browser pages)."""
+        return self.work_hours(lambda job: job.name in self.shard_jobs)
+
+    def work_hours(self, which) -> float:
+        return sum(j.seconds * min(j.threads, self.cores) for j in self.jobs.values() if which(j)) / self.cores / 3600
 
 
 def project(shape: str, n_images: int, cores: int, calibration: Calibration, mem_mb: float,
@@ -38,30 +47,33 @@ def project(shape: str, n_images: int, cores: int, calibration: Calibration, mem
         folder = Path(workdir or scratch)
         config = synthetic_config(folder / f"plan-{shape}", n_images, shape, images_per_shard)
         planned = planned_jobs(config, folder / f"dag-{shape}", cores)
-    jobs = costed_jobs(planned, calibration, planned_sizes(planned, shape, n_images, images_per_shard))
-    return Projection(shape, n_images, cores, jobs, simulate(list(jobs.values()), cores, mem_mb))
+    jobs = costed_jobs(planned, calibration, planned_sizes(shape, n_images, images_per_shard))
+    shard_jobs = frozenset(job["name"] for job in planned if "shard" in job["wildcards"])
+    return Projection(shape, n_images, cores, jobs, simulate(list(jobs.values()), cores, mem_mb), shard_jobs)
 
 
-def planned_sizes(planned: list[dict], shape: str, n_images: int, images_per_shard: int) -> dict:
+def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
+    """The sizes the jobs of a shape are costed by: queries, references, images, each shard's
+    images, the neighbour and Meteor blocks' shares of the images, k-means' work."""
     from annobench.benchmark.neighbour_blocks import block_plan, shard_blocks
     from annobench.core.config import load_config
 
     config = load_config()
     bow = config["features"]["bow"]
-    shards = sum(1 for job in planned if job["rule"] == "ingest_shard") or 1
-    shard_sizes = [min(images_per_shard, n_images - k * images_per_shard) for k in range(shards)]
+    shard_sizes = synthetic_shard_sizes(n_images, images_per_shard)
     blocks = {side: [sum(shard_sizes[s] for s in block) / n_images for block in side_blocks]
               for side, side_blocks in block_plan(config["benchmark"]["neighbours"], shard_sizes).items()}
     blocks["captions"] = [sum(shard_sizes[s] for s in block) / n_images
                           for block in shard_blocks(shard_sizes, config["benchmark"]["captions"]["block_images"])]
-    return {**shape_sizes(shape, n_images), "images": n_images, "shard_images": n_images / shards,
+    return {**shape_sizes(shape, n_images), "images": n_images, "shard_sizes": shard_sizes,
             "kmeans": bow["sample_descriptors"] * bow["words"] * bow["iterations"], "features": config["features"],
+            "sampled_share": min(1.0, bow["sample_images"] / n_images),
             "block_shares": blocks}
 
 
 def search_shares(job: dict, sizes: dict) -> tuple[float, float]:
     """The shares of the test and of the training images a neighbour search job compares: a
-    part's two blocks (the images spread evenly over the shards), else all of them."""
+    part's two blocks (the test and training images spread evenly over the shards), else all of them."""
     if job["rule"] != "benchmark_neighbour_block":
         return 1.0, 1.0
     shares = sizes["block_shares"]
@@ -73,6 +85,9 @@ def units_of(job: dict, driver: str, sizes: dict) -> float:
         test, training = search_shares(job, sizes)
         dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"])
         return sizes["queries"] * test * sizes["references"] * training * dimension
+    if driver in ("shard_images", "sampled_images"):
+        share = sizes["sampled_share"] if driver == "sampled_images" else 1.0
+        return sizes["shard_sizes"][int(job["wildcards"]["shard"])] * share
     if driver == "block_queries":
         return sizes["queries"] * sizes["block_shares"]["captions"][int(job["wildcards"]["block"])]
     return {"fixed": 0}.get(driver, sizes.get(driver, 0))
@@ -108,8 +123,9 @@ def print_calibration(calibration: Calibration, out=sys.stdout) -> None:
 def print_projection(projection: Projection, out=sys.stdout) -> None:
     s, p = projection.schedule, projection
     print(f"whole release, {p.shape} shape, {p.n_images} images, {p.cores} cores: {p.hours:.2f} h", file=out)
-    print(f"  {len(p.jobs)} jobs; lower bound (all work spread over the cores): {p.lower_bound_hours:.2f} h; "
-          f"cores busy {100 * s.utilisation(p.cores):.0f} % of the makespan", file=out)
+    print(f"  {len(p.jobs)} jobs; lower bound (all work spread over the cores): {p.lower_bound_hours:.2f} h, "
+          f"{p.shard_hours:.2f} h of it in the per-shard jobs; cores busy {100 * s.utilisation(p.cores):.0f} % of "
+          "the makespan", file=out)
     print("  critical path (start - end in h; shard jobs of one rule in a row shown together):", file=out)
     for rule, names in path_runs(s.critical_path, p.jobs):
         first, last = names[0], names[-1]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annobench.core.provenance import RECORDS
-from annobench.projection.costs import SEARCH_RULES, BuildSizes, Calibration, cost_rule
+from annobench.projection.costs import RECORDLESS, SEARCH_RULES, BuildSizes, Calibration, cost_rule
 from annobench.projection.dag import planned_jobs
 from annobench.projection.schedule import SimJob, simulate
 
@@ -98,6 +98,8 @@ def step_jobs(planned: list[dict], step: set[str], build: BuildSizes, calibratio
             cost = calibration.cost_of(rule, job["wildcards"])
             images = build.images_read(record) if rule in SEARCH_RULES else build.n_images
             seconds = cost.seconds(build.units(record), images, job["threads"])
+        elif job["rule"] in RECORDLESS and job["rule"] in calibration.rules:
+            seconds = calibration.rules[job["rule"]].seconds(build.n_images, build.n_images, job["threads"])
         jobs.append(SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
                            tuple(n for n in job["after"] if n in step)))
     return jobs

@@ -75,8 +75,8 @@ if CAPTION_RUNS:
             settings=CAPTION_EVALUATION,
             code=script_code("caption_meteor_block.py", "annobench.benchmark.captions.blocks"),
         resources:
-            # The Meteor JVM runs with -Xmx2G (pycocoevalcap).
-            mem_mb=3072 + INVENTORY.n_images // 100,
+            # The Meteor JVM runs with -Xmx2G (pycocoevalcap); the block's captions beside it.
+            mem_mb=3072 + INVENTORY.n_images // 1000,
         conda:
             "../../envs/annobench.yaml"
         script:
@@ -103,7 +103,8 @@ if CAPTION_RUNS:
             settings=CAPTION_EVALUATION,
             code=script_code("caption_run_evaluation.py", "annobench.benchmark.captions.blocks"),
         resources:
-            mem_mb=3072 + INVENTORY.n_images // 50,
+            # The EVAL JVM (-Xmx2G) and every test image's references and segments (10 kB an image).
+            mem_mb=3072 + INVENTORY.n_images // 100,
         conda:
             "../../envs/annobench.yaml"
         script:
@@ -122,7 +123,7 @@ if CAPTION_RUNS:
             settings=CAPTION_EVALUATION,
             code=script_code("caption_human_bound.py", "annobench.benchmark.captions.blocks"),
         resources:
-            mem_mb=3072 + INVENTORY.n_images // 50,
+            mem_mb=3072 + INVENTORY.n_images // 100,
         conda:
             "../../envs/annobench.yaml"
         script:
@@ -140,7 +141,8 @@ if CAPTION_RUNS:
             settings=CAPTION_EVALUATION,
             code=script_code("caption_evaluation.py"),
         resources:
-            mem_mb=1024 + INVENTORY.n_images // 20,
+            # Every run's rows: some 100 bytes a run and test image.
+            mem_mb=1024 + INVENTORY.n_images // 50,
         conda:
             "../../envs/annobench.yaml"
         script:
