@@ -9,7 +9,8 @@ own per-job overhead) and work proportional to one size (its driver):
   the images it reads; the merge of a split search (MERGE_RULE): the query images;
 - codebooks: sample descriptors x words x iterations of k-means;
 - the baselines, captions, boxes, selection and illustration jobs: the query images (Meteor's
-  block jobs: the query images of their block);
+  block jobs: the query images of their block; the illustration's page blocks: their queries
+  and rejected pairs);
 - every other job (one for the whole build): the images of the build.
 
 Work is CPU time from the job records, less start-up. A job whose wall time (Snakemake's
@@ -41,6 +42,8 @@ QUERY_RULES = ("baselines", "box_baselines", "selection_baselines", "caption_bas
                "caption_references")
 # Jobs of one block of test images (whole shards): the block's test images.
 BLOCK_QUERY_RULES = ("caption_meteor_block",)
+# Jobs of one block of pages (by page id hash): the (page, image) pairs they make queries of.
+PAGE_BLOCK_RULES = ("illustration_queries",)
 FIXED_RULES = ("getlf_projection", "all")
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
 # Rules that keep no job record (the release is the record), costed from Snakemake's wall time
@@ -61,6 +64,8 @@ def driver_of(rule: str, wildcards: dict) -> str:
         return "queries"
     if rule in BLOCK_QUERY_RULES:
         return "block_queries"
+    if rule in PAGE_BLOCK_RULES:
+        return "page_block_queries"
     if rule.startswith("bow_codebook_"):
         return "kmeans"
     if rule in QUERY_RULES:
@@ -195,6 +200,8 @@ class BuildSizes:
             return self.search_pairs(record) * self.dimension(record["wildcards"]["feature"])
         if driver == "kmeans":
             return kmeans_units(record, self.out)
+        if driver == "page_block_queries":
+            return sum(pq.read_metadata(self.out / path).num_rows for path in record["files"]["output_files"])
         if driver == "block_queries":
             return sum(self._split_count(path, train=False) for path in record["files"]["input"]["images"])
         return {"queries": self.queries, "images": self.n_images, "fixed": 0}[driver]

@@ -55,6 +55,7 @@ def project(shape: str, n_images: int, cores: int, calibration: Calibration, mem
 def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
     """The sizes the jobs of a shape are costed by: queries, references, images, each shard's
     images, the neighbour and Meteor blocks' shares of the images, k-means' work."""
+    from annobench.benchmark.illustration.stage import query_blocks
     from annobench.benchmark.neighbour_blocks import block_plan, shard_blocks
     from annobench.core.config import load_config
 
@@ -68,6 +69,7 @@ def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
     return {**shape_sizes(shape, n_images), "images": n_images, "shard_sizes": shard_sizes,
             "kmeans": bow["sample_descriptors"] * bow["words"] * bow["iterations"], "features": config["features"],
             "sampled_share": min(1.0, bow["sample_images"] / n_images),
+            "illustration_blocks": query_blocks(config, n_images),
             "block_shares": blocks}
 
 
@@ -88,6 +90,8 @@ def units_of(job: dict, driver: str, sizes: dict) -> float:
     if driver in ("shard_images", "sampled_images"):
         share = sizes["sampled_share"] if driver == "sampled_images" else 1.0
         return sizes["shard_sizes"][int(job["wildcards"]["shard"])] * share
+    if driver == "page_block_queries":
+        return sizes["queries"] / sizes["illustration_blocks"]
     if driver == "block_queries":
         return sizes["queries"] * sizes["block_shares"]["captions"][int(job["wildcards"]["block"])]
     return {"fixed": 0}.get(driver, sizes.get(driver, 0))

@@ -151,12 +151,44 @@ if CAPTION_RUNS:
 
 if ILLUSTRATION_RUNS:
 
+    # The pages are read by blocks (benchmark.illustration.block_images), each page by one job.
+    ILLUSTRATION_BLOCKS = illustration_stage.query_blocks(config, INVENTORY.n_images)
+    ILLUSTRATION_CHOICE = {
+        "images": expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+        "splits": BENCHMARK_TABLES["splits"] if BENCHMARK["illustration"]["images"] == "test" else [],
+    }
+
+    rule illustration_queries:
+        wildcard_constraints:
+            block=r"\d{3}",
+        input:
+            mapping=PAGE_MAP,
+            **ILLUSTRATION_CHOICE,
+        output:
+            queries=out("work/illustration/queries-{block}.parquet"),
+            query_rejects=out("work/illustration/rejects-{block}.parquet"),
+        log:
+            out("logs/illustration_queries/{block}.log"),
+        params:
+            blocks=ILLUSTRATION_BLOCKS,
+            settings=BENCHMARK["illustration"],
+            pages=folder_state(config["input"]["pages"]),
+            code=script_code("illustration_queries.py"),
+        resources:
+            # Each page is parsed once; its DOM takes some ten times its size.
+            mem_mb=1024 + INVENTORY.n_images // 1000 + (12 * config["text"]["max_page_bytes"]) // 2**20,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/illustration_queries.py"
+
     rule illustration:
         input:
             mapping=PAGE_MAP,
-            images=expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+            **ILLUSTRATION_CHOICE,
+            block_queries=expand(out("work/illustration/queries-{block:03d}.parquet"), block=range(ILLUSTRATION_BLOCKS)),
+            block_rejects=expand(out("work/illustration/rejects-{block:03d}.parquet"), block=range(ILLUSTRATION_BLOCKS)),
             text_terms=expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS),
-            splits=BENCHMARK_TABLES["splits"] if BENCHMARK["illustration"]["images"] == "test" else [],
         output:
             queries=out("tables/queries/all.parquet"),
             query_rejects=out("tables/query_rejects/all.parquet"),
@@ -167,11 +199,10 @@ if ILLUSTRATION_RUNS:
             out("logs/illustration.log"),
         params:
             settings=BENCHMARK["illustration"],
-            pages=folder_state(config["input"]["pages"]),
             code=script_code("illustration.py"),
         resources:
-            # Each page is parsed once; its DOM takes some ten times its size.
-            mem_mb=1024 + INVENTORY.n_images // 100 + (12 * config["text"]["max_page_bytes"]) // 2**20,
+            # Every query's text, and the candidates' term matrix.
+            mem_mb=1024 + INVENTORY.n_images // 50,
         conda:
             "../../envs/annobench.yaml"
         script:

@@ -1,9 +1,15 @@
-"""The text-illustration part of the benchmark stage (SPEC 9, the 2016 teaser): rule illustration.
+"""The text-illustration part of the benchmark stage (SPEC 9, the 2016 teaser): rules
+illustration_queries and illustration.
 
-One job makes the query documents from the saved pages of the chosen images
+The query documents come from the saved pages of the chosen images
 (benchmark.illustration.images: the benchmark's test split, or every
 ingested image with a page), one query per (page, image) pair with that
-image as its truth; the candidates are the queries' images. It writes the
+image as its truth. Reading the pages is most of the work, so it is split:
+each illustration_queries job reads the pages of one block (pages dealt to
+blocks by a hash of their id, so each page is read once) and keeps their
+queries and rejects. The illustration job pools them in the order one job
+gives (queries by id, rejects by page and image); the candidates are the
+queries' images. It writes the
 `queries` table (which is the truth), the `query_rejects` table (pairs that
 gave no query, with why), the truth as the CSV `evaluate-illustration`
 reads, and each baseline's ranking run with its R@k evaluation. The tf-idf
@@ -16,6 +22,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import hashlib
+import math
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,7 +32,7 @@ import pyarrow.parquet as pq
 from annobench.benchmark.box_stage import split_ids
 from annobench.benchmark.illustration.baselines import random_run, tfidf_run
 from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, write_truth
-from annobench.benchmark.illustration.queries import QuerySet, make_queries
+from annobench.benchmark.illustration.queries import Query, QuerySet, make_queries
 from annobench.benchmark.illustration.runs import RankingRun, write_ranking_run
 from annobench.benchmark.stage import json_bytes
 from annobench.core.errors import AnnobenchError
@@ -46,6 +55,16 @@ class IllustrationConfigError(AnnobenchError):
 
 
 # -- planning (called from the Snakefile) ----------------------------------
+
+def query_blocks(config: dict, n_images: int) -> int:
+    """How many illustration_queries jobs read the pages: one per benchmark.illustration.block_images."""
+    return max(1, math.ceil(n_images / config["benchmark"]["illustration"]["block_images"]))
+
+
+def page_block(page_id: str, blocks: int) -> int:
+    """The block whose job reads a page (by a hash of its id: the same whatever the shards)."""
+    return int.from_bytes(hashlib.sha256(page_id.encode("utf-8")).digest()[:8], "big") % blocks
+
 
 def illustration_runs(config: dict) -> list[str]:
     settings = config["benchmark"]["illustration"]
@@ -98,24 +117,60 @@ def write_evaluated_run(run: RankingRun, truth: IllustrationTruth, n_candidates:
     return result
 
 
-def illustration_job(job: Job) -> list[dict]:
-    """Rule illustration: queries, truth, baseline runs and their R@k. Returns the pages read."""
+def chosen_pairs(job: Job) -> tuple[set[str], list[tuple[str, str, str]]]:
+    """The chosen images and the mapping rows (image, page, img src) of their pages."""
     images = chosen_images(job)
-    pages_dir = Path(job.config["input"]["pages"])
     rows = [(r.image_id, r.page_id, r.img_src) for r in read_mapping(job.config["input"]["page_map"])
             if r.image_id in images]
+    return images, rows
+
+
+def illustration_queries_job(job: Job) -> list[dict]:
+    """Rule illustration_queries: the queries and rejects of one block's pages. Returns the pages read."""
+    _, rows = chosen_pairs(job)
+    block, blocks = int(job.wildcards["block"]), job.params["blocks"]
+    rows = [row for row in rows if page_block(row[1], blocks) == block]
+    pages_dir = Path(job.config["input"]["pages"])
     queries = make_queries(rows, pages_dir, PageLimits.from_config(job.config["text"]))
+    params = query_params(job)
+    write_table(queries.table(), job.output("queries"), "queries", params=params)
+    write_table(rejects_table(queries.rejects), job.output("query_rejects"), "query_rejects", params=params)
+    job.log(f"block {block} of {blocks}: {len(queries.queries)} queries, {len(queries.rejects)} pairs rejected "
+            f"from {len({page for _, page, _ in rows})} pages")
+    pages = FolderPages(pages_dir)
+    return [pages.raw_input(page_id) for page_id in sorted({page for _, page, _ in rows})]
+
+
+def query_params(job: Job) -> dict:
+    return {"images": job.config["benchmark"]["illustration"]["images"], "extraction": "bs4 get_text, lxml"}
+
+
+def rejects_table(rejects: list[tuple[str, str, str]]) -> pa.Table:
+    rows = [{"page_id": p, "image_id": i, "reason": r} for p, i, r in rejects]
+    return rows_to_table(rows, QUERY_REJECTS_SCHEMA)
+
+
+def pooled_queries(query_paths: list[str], reject_paths: list[str]) -> QuerySet:
+    """Every block's queries and rejects in one job's order: queries by id, rejects by (page, image)."""
+    queries = [Query(**row) for path in query_paths for row in pq.read_table(path).to_pylist()]
+    rejects = [(row["page_id"], row["image_id"], row["reason"])
+               for path in reject_paths for row in pq.read_table(path).to_pylist()]
+    return QuerySet(sorted(queries, key=lambda q: q.query_id), sorted(rejects, key=lambda r: r[:2]))
+
+
+def illustration_job(job: Job) -> None:
+    """Rule illustration: the pooled queries, truth, baseline runs and their R@k."""
+    images, rows = chosen_pairs(job)
+    queries = pooled_queries(job.input_list("block_queries"), job.input_list("block_rejects"))
     if not queries.queries:
         raise IllustrationConfigError(f"no query could be made: {len(rows)} page/image pairs of "
                                       f"{len(images)} images, {len(queries.rejects)} rejected")
     candidates = sorted({q.image_id for q in queries.queries})
     terms = image_terms(job.input_list("text_terms"), set(candidates))
     truth = IllustrationTruth.from_mapping(queries.truth())
-    params = {"images": job.config["benchmark"]["illustration"]["images"], "extraction": "bs4 get_text, lxml"}
+    params = query_params(job)
     write_table(queries.table(), job.output("queries"), "queries", params=params)
-    rejects = [{"page_id": p, "image_id": i, "reason": r} for p, i, r in queries.rejects]
-    write_table(rows_to_table(rejects, QUERY_REJECTS_SCHEMA), job.output("query_rejects"), "query_rejects",
-                params=params)
+    write_table(rejects_table(queries.rejects), job.output("query_rejects"), "query_rejects", params=params)
     write_truth(queries.truth(), job.output("truth"))
     settings, text_params = job.config["benchmark"]["illustration"], TextParams.from_config(job.config["text"])
     for name in illustration_runs(job.config):
@@ -124,5 +179,3 @@ def illustration_job(job: Job) -> list[dict]:
                                      job.output(f"{name}_evaluation"))
         job.log(f"{name}: R@1 {result['R@1']:.4f}, R@10 {result['R@10']:.4f}, R@100 {result['R@100']:.4f}")
     job.log(f"{len(queries.queries)} queries, {len(candidates)} candidates, {len(queries.rejects)} pairs rejected")
-    pages = FolderPages(pages_dir)
-    return [pages.raw_input(page_id) for page_id in sorted({page for _, page, _ in rows})]
