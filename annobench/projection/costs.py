@@ -171,8 +171,8 @@ class BuildSizes:
         inputs = record["files"]["input"]
         if "queries" not in inputs:
             return self.queries * self.references
-        test = sum(self._split_count(path, train=False) for path in inputs["queries"])
-        return test * sum(self._split_count(path, train=True) for path in inputs["reference"])
+        test = sum(self._split_count(path, train=False) for path in named_paths(inputs, "queries"))
+        return test * sum(self._split_count(path, train=True) for path in named_paths(inputs, "reference"))
 
     def images_read(self, record: dict) -> int:
         """Images whose vectors a neighbour search read: a part's two blocks, else the build's."""
@@ -180,7 +180,7 @@ class BuildSizes:
         if "queries" not in inputs:
             return self.n_images
         return sum(self.shard_images.get(Path(path).stem.split("-")[-1], 0)
-                   for path in [*inputs["queries"], *inputs["reference"]])
+                   for path in [*named_paths(inputs, "queries"), *named_paths(inputs, "reference")])
 
     def _split_count(self, table: str, train: bool) -> int:
         ids = pq.read_table(self.out / table, columns=["image_id"]).column(0).to_pylist()
@@ -203,7 +203,7 @@ class BuildSizes:
         if driver == "page_block_queries":
             return sum(pq.read_metadata(self.out / path).num_rows for path in record["files"]["output_files"])
         if driver == "block_queries":
-            return sum(self._split_count(path, train=False) for path in record["files"]["input"]["images"])
+            return sum(self._split_count(path, train=False) for path in named_paths(record["files"]["input"], "images"))
         return {"queries": self.queries, "images": self.n_images, "fixed": 0}[driver]
 
     def jobs(self) -> list[dict]:
@@ -225,6 +225,12 @@ class BuildSizes:
                 jobs.append({"rule": rule, "wildcards": {}, "units": self.n_images, "read": self.n_images,
                              "cpu": 0.0, "startup": 0.0, "wall": wall, "recordless": True})
         return jobs
+
+
+def named_paths(inputs: dict, name: str) -> list[str]:
+    """A named input of a job record as a list (the record keeps a single file as a string)."""
+    value = inputs[name]
+    return [value] if isinstance(value, str) else list(value)
 
 
 def cost_rule(rule: str, inputs: list[str]) -> str:
