@@ -251,8 +251,8 @@ def test_commands_refuse_bad_input_in_one_line_each(tmp_path):
 def test_queries_made_by_blocks_of_pages_pool_to_one_jobs(tmp_path):
     """The shared kiwix pages read in blocks (each page by the block its id's hash picks) give,
     pooled, the queries and rejects of one pass over every page, in the same order."""
-    from annobench.benchmark.illustration.queries import make_queries
-    from annobench.benchmark.illustration.stage import page_block, pooled_queries, rejects_table
+    from annobench.benchmark.illustration.queries import QuerySet, make_queries
+    from annobench.benchmark.illustration.stage import page_block
     from annobench.core.tables import write_table
 
     require_shared(KIWIX)
@@ -262,11 +262,11 @@ def test_queries_made_by_blocks_of_pages_pool_to_one_jobs(tmp_path):
     paths = {"queries": [], "rejects": []}
     for block in range(5):
         part = make_queries([row for row in rows if page_block(row[1], 5) == block], KIWIX)
-        for what, table in (("queries", part.table()), ("rejects", rejects_table(part.rejects))):
+        for what, table in (("queries", part.table()), ("rejects", part.rejects_table())):
             paths[what].append(str(tmp_path / f"{what}-{block}.parquet"))
             write_table(table, paths[what][-1], what, params={})
     assert sum(pq.read_metadata(p).num_rows > 0 for p in paths["queries"]) > 1  # the pages are spread
-    pooled = pooled_queries(paths["queries"], paths["rejects"])
+    pooled = QuerySet.pooled(paths["queries"], paths["rejects"])
     assert pooled.queries == whole.queries and pooled.rejects == whole.rejects
     assert ("no/such/page.html", "absent") in [reject[:2] for reject in pooled.rejects]
     assert pooled.table().equals(whole.table())

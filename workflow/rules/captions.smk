@@ -153,17 +153,14 @@ if ILLUSTRATION_RUNS:
 
     # The pages are read by blocks (benchmark.illustration.block_images), each page by one job.
     ILLUSTRATION_BLOCKS = illustration_stage.query_blocks(config, INVENTORY.n_images)
-    ILLUSTRATION_CHOICE = {
-        "images": expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
-        "splits": BENCHMARK_TABLES["splits"] if BENCHMARK["illustration"]["images"] == "test" else [],
-    }
 
     rule illustration_queries:
         wildcard_constraints:
             block=r"\d{3}",
         input:
             mapping=PAGE_MAP,
-            **ILLUSTRATION_CHOICE,
+            images=expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+            splits=BENCHMARK_TABLES["splits"] if BENCHMARK["illustration"]["images"] == "test" else [],
         output:
             queries=out("work/illustration/queries-{block}.parquet"),
             query_rejects=out("work/illustration/rejects-{block}.parquet"),
@@ -184,8 +181,6 @@ if ILLUSTRATION_RUNS:
 
     rule illustration:
         input:
-            mapping=PAGE_MAP,
-            **ILLUSTRATION_CHOICE,
             block_queries=expand(out("work/illustration/queries-{block:03d}.parquet"), block=range(ILLUSTRATION_BLOCKS)),
             block_rejects=expand(out("work/illustration/rejects-{block:03d}.parquet"), block=range(ILLUSTRATION_BLOCKS)),
             text_terms=expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS),

@@ -25,6 +25,7 @@ from typing import Iterable
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from bs4 import BeautifulSoup
 
 from annobench.core.tables import field, rows_to_table, write_table
@@ -39,6 +40,13 @@ QUERIES_SCHEMA = pa.schema([
     field("page_id", pa.string(), "the page the text comes from (path under the pages folder)"),
     field("image_id", pa.string(), "the query's one ground-truth image"),
     field("text", pa.string(), "the page's get_text() without scripts and styles, whitespace collapsed"),
+])
+
+
+QUERY_REJECTS_SCHEMA = pa.schema([
+    field("page_id", pa.string(), "the page"),
+    field("image_id", pa.string(), "an image it shows"),
+    field("reason", pa.string(), "why the pair gave no query"),
 ])
 
 
@@ -60,9 +68,22 @@ class QuerySet:
                 for q in self.queries]
         return rows_to_table(rows, QUERIES_SCHEMA)
 
+    def rejects_table(self) -> pa.Table:
+        rows = [{"page_id": p, "image_id": i, "reason": r} for p, i, r in self.rejects]
+        return rows_to_table(rows, QUERY_REJECTS_SCHEMA)
+
     def truth(self) -> dict[str, str]:
         """query_id -> its ground-truth image."""
         return {q.query_id: q.image_id for q in self.queries}
+
+    @classmethod
+    def pooled(cls, query_tables: list[str], reject_tables: list[str]) -> "QuerySet":
+        """The queries and rejects of several tables (blocks of pages) in make_queries' order:
+        queries by id, rejects by (page, image)."""
+        queries = [Query(**row) for path in query_tables for row in pq.read_table(path).to_pylist()]
+        rejects = [(row["page_id"], row["image_id"], row["reason"])
+                   for path in reject_tables for row in pq.read_table(path).to_pylist()]
+        return cls(sorted(queries, key=lambda q: q.query_id), sorted(rejects, key=lambda r: r[:2]))
 
 
 def query_id(page_id: str, image_id: str) -> str:

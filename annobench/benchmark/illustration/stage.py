@@ -20,35 +20,26 @@ candidates are in id order, so the outputs do not depend on the cores.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import hashlib
 import math
+from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annobench.benchmark.box_stage import split_ids
 from annobench.benchmark.illustration.baselines import random_run, tfidf_run
 from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, write_truth
-from annobench.benchmark.illustration.queries import Query, QuerySet, make_queries
+from annobench.benchmark.illustration.queries import QuerySet, make_queries
 from annobench.benchmark.illustration.runs import RankingRun, write_ranking_run
 from annobench.benchmark.stage import json_bytes
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
-from annobench.core.tables import field, rows_to_table, write_table
+from annobench.core.tables import write_table
 from annobench.sources.pages import PageLimits
 from annobench.text.features import TextParams
 from annobench.text.stage import FolderPages, read_mapping
-
-QUERY_REJECTS_SCHEMA = pa.schema([
-    field("page_id", pa.string(), "the page"),
-    field("image_id", pa.string(), "an image it shows"),
-    field("reason", pa.string(), "why the pair gave no query"),
-])
-
 
 class IllustrationConfigError(AnnobenchError):
     """A benchmark.illustration setting this build cannot follow."""
@@ -117,24 +108,17 @@ def write_evaluated_run(run: RankingRun, truth: IllustrationTruth, n_candidates:
     return result
 
 
-def chosen_pairs(job: Job) -> tuple[set[str], list[tuple[str, str, str]]]:
-    """The chosen images and the mapping rows (image, page, img src) of their pages."""
-    images = chosen_images(job)
-    rows = [(r.image_id, r.page_id, r.img_src) for r in read_mapping(job.config["input"]["page_map"])
-            if r.image_id in images]
-    return images, rows
-
-
 def illustration_queries_job(job: Job) -> list[dict]:
     """Rule illustration_queries: the queries and rejects of one block's pages. Returns the pages read."""
-    _, rows = chosen_pairs(job)
+    images = chosen_images(job)
     block, blocks = int(job.wildcards["block"]), job.params["blocks"]
-    rows = [row for row in rows if page_block(row[1], blocks) == block]
+    rows = [(r.image_id, r.page_id, r.img_src) for r in read_mapping(job.config["input"]["page_map"])
+            if r.image_id in images and page_block(r.page_id, blocks) == block]
     pages_dir = Path(job.config["input"]["pages"])
     queries = make_queries(rows, pages_dir, PageLimits.from_config(job.config["text"]))
     params = query_params(job)
     write_table(queries.table(), job.output("queries"), "queries", params=params)
-    write_table(rejects_table(queries.rejects), job.output("query_rejects"), "query_rejects", params=params)
+    write_table(queries.rejects_table(), job.output("query_rejects"), "query_rejects", params=params)
     job.log(f"block {block} of {blocks}: {len(queries.queries)} queries, {len(queries.rejects)} pairs rejected "
             f"from {len({page for _, page, _ in rows})} pages")
     pages = FolderPages(pages_dir)
@@ -145,32 +129,19 @@ def query_params(job: Job) -> dict:
     return {"images": job.config["benchmark"]["illustration"]["images"], "extraction": "bs4 get_text, lxml"}
 
 
-def rejects_table(rejects: list[tuple[str, str, str]]) -> pa.Table:
-    rows = [{"page_id": p, "image_id": i, "reason": r} for p, i, r in rejects]
-    return rows_to_table(rows, QUERY_REJECTS_SCHEMA)
-
-
-def pooled_queries(query_paths: list[str], reject_paths: list[str]) -> QuerySet:
-    """Every block's queries and rejects in one job's order: queries by id, rejects by (page, image)."""
-    queries = [Query(**row) for path in query_paths for row in pq.read_table(path).to_pylist()]
-    rejects = [(row["page_id"], row["image_id"], row["reason"])
-               for path in reject_paths for row in pq.read_table(path).to_pylist()]
-    return QuerySet(sorted(queries, key=lambda q: q.query_id), sorted(rejects, key=lambda r: r[:2]))
-
-
 def illustration_job(job: Job) -> None:
     """Rule illustration: the pooled queries, truth, baseline runs and their R@k."""
-    images, rows = chosen_pairs(job)
-    queries = pooled_queries(job.input_list("block_queries"), job.input_list("block_rejects"))
+    queries = QuerySet.pooled(job.input_list("block_queries"), job.input_list("block_rejects"))
     if not queries.queries:
-        raise IllustrationConfigError(f"no query could be made: {len(rows)} page/image pairs of "
-                                      f"{len(images)} images, {len(queries.rejects)} rejected")
+        first = f" (first: {queries.rejects[0][2]})" if queries.rejects else ""
+        raise IllustrationConfigError(f"no query could be made: the chosen images' {len(queries.rejects)} "
+                                      f"page/image pairs were all rejected{first}")
     candidates = sorted({q.image_id for q in queries.queries})
     terms = image_terms(job.input_list("text_terms"), set(candidates))
     truth = IllustrationTruth.from_mapping(queries.truth())
     params = query_params(job)
     write_table(queries.table(), job.output("queries"), "queries", params=params)
-    write_table(rejects_table(queries.rejects), job.output("query_rejects"), "query_rejects", params=params)
+    write_table(queries.rejects_table(), job.output("query_rejects"), "query_rejects", params=params)
     write_truth(queries.truth(), job.output("truth"))
     settings, text_params = job.config["benchmark"]["illustration"], TextParams.from_config(job.config["text"])
     for name in illustration_runs(job.config):
