@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annobench.core.tables import field
+from annobench.core.tables import field, image_ids
 
 PART_SCHEMA = pa.schema(
     [
@@ -52,7 +52,7 @@ def search_part(query_tables: list[str], reference_tables: list[str], test: set[
     from annobench.benchmark.neighbours import nearest_in_tables, vector_blocks
 
     test_ids, queries = _collect(vector_blocks(query_tables, test))
-    k = min(k, len(_ids_in(reference_tables) & train))
+    k = min(k, len(image_ids(reference_tables) & train))
     if not test_ids or k == 0:
         return _part_table(test_ids, [], np.zeros((len(test_ids), 0), np.int64), np.zeros((len(test_ids), 0)))
     train_ids, rows, squared = nearest_in_tables(queries, reference_tables, k, ids_wanted=train, squared=True,
@@ -111,10 +111,6 @@ def _list_matrix(part: pa.Table, column: str, n: int) -> np.ndarray:
 def _list_names(part: pa.Table, n: int) -> np.ndarray:
     flat = np.array(part.column("neighbours").combine_chunks().flatten().to_pylist(), dtype=object)
     return flat.reshape(n, _list_width(part, n))
-
-
-def _ids_in(paths: list[str]) -> set[str]:
-    return {i for path in paths for i in pq.ParquetFile(path).read(columns=["image_id"]).column(0).to_pylist()}
 
 
 def _collect(blocks) -> tuple[list[str], np.ndarray]:

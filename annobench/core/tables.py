@@ -104,6 +104,11 @@ def write_table_blocks(blocks, schema: pa.Schema, path: Path | str, artefact: st
             writer.write_table(block.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP_ROWS)
 
 
+def image_ids(paths: list[Path] | list[str]) -> set[str]:
+    """The image ids of tables keyed by image_id (SPEC 7), read from that column alone."""
+    return {i for path in paths for i in pq.read_table(path, columns=["image_id"]).column(0).to_pylist()}
+
+
 def read_metadata(path: Path | str) -> dict[str, str]:
     raw = pq.read_schema(path).metadata or {}
     return {k.decode(): v.decode() for k, v in raw.items() if k.startswith(b"annobench.")}

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from annobench.core import layout
 from annobench.core.provenance import read_job_records
+from annobench.core.tables import image_ids
 from annobench.visual.stage import FEATURES
 
 # bench_baselines.py (README, Benchmarks): 837 s for 10,000 x 500,000 x 5,000-d on one core
@@ -158,6 +159,7 @@ class BuildSizes:
         self.split_of = self._splits()
         self.references = sum(split == "train" for split in self.split_of.values())
         self.queries = len(self.split_of) - self.references
+        self._split_counts: dict[str, tuple[int, int]] = {}
 
     def _splits(self) -> dict[str, str]:
         path = self.out / "tables" / "splits" / "all.parquet"
@@ -171,8 +173,8 @@ class BuildSizes:
         inputs = record["files"]["input"]
         if "queries" not in inputs:
             return self.queries * self.references
-        test = sum(self._split_count(path, train=False) for path in named_paths(inputs, "queries"))
-        return test * sum(self._split_count(path, train=True) for path in named_paths(inputs, "reference"))
+        test = sum(self.split_counts(path)[0] for path in named_paths(inputs, "queries"))
+        return test * sum(self.split_counts(path)[1] for path in named_paths(inputs, "reference"))
 
     def images_read(self, record: dict) -> int:
         """Images whose vectors a neighbour search read: a part's two blocks, else the build's."""
@@ -182,9 +184,13 @@ class BuildSizes:
         return sum(self.shard_images.get(Path(path).stem.split("-")[-1], 0)
                    for path in [*named_paths(inputs, "queries"), *named_paths(inputs, "reference")])
 
-    def _split_count(self, table: str, train: bool) -> int:
-        ids = pq.read_table(self.out / table, columns=["image_id"]).column(0).to_pylist()
-        return sum((self.split_of.get(i) == "train") == train and i in self.split_of for i in ids)
+    def split_counts(self, table: str) -> tuple[int, int]:
+        """(query, training) images of a shard table, read once: every part of every feature's
+        search names the same shards."""
+        if table not in self._split_counts:
+            splits = [self.split_of[i] for i in image_ids([self.out / table]) if i in self.split_of]
+            self._split_counts[table] = (len(splits) - splits.count("train"), splits.count("train"))
+        return self._split_counts[table]
 
     def dimension(self, feature: str) -> int:
         first = next((self.out / "tables" / feature).glob("shard-*.parquet"))
@@ -203,7 +209,7 @@ class BuildSizes:
         if driver == "page_block_queries":
             return sum(pq.read_metadata(self.out / path).num_rows for path in record["files"]["output_files"])
         if driver == "block_queries":
-            return sum(self._split_count(path, train=False) for path in named_paths(record["files"]["input"], "images"))
+            return sum(self.split_counts(path)[0] for path in named_paths(record["files"]["input"], "images"))
         return {"queries": self.queries, "images": self.n_images, "fixed": 0}[driver]
 
     def jobs(self) -> list[dict]:

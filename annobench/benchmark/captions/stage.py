@@ -46,7 +46,7 @@ from annobench.benchmark.stage import json_bytes
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file
-from annobench.core.tables import field, rows_to_table, write_table
+from annobench.core.tables import field, image_ids, rows_to_table, write_table
 
 HARVESTED = "harvested"
 
@@ -208,8 +208,7 @@ def caption_meteor_block_job(job: Job) -> None:
     from annobench.benchmark.captions.meteor import require_tools
 
     require_tools()
-    block_images = {i for path in job.input_list("images")
-                    for i in pq.read_table(path, columns=["image_id"]).column(0).to_pylist()}
+    block_images = image_ids(job.input_list("images"))
     references = test_references(job, block_images)
     runs = {name: run_of_table(job.input(f"run_{name}"), name, references) for name in sorted(job.params["runs"])}
     method = job.params["settings"]["tokenize"]

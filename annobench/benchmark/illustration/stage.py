@@ -25,7 +25,6 @@ import math
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 
 from annobench.benchmark.box_stage import split_ids
 from annobench.benchmark.illustration.baselines import random_run, tfidf_run
@@ -36,7 +35,7 @@ from annobench.benchmark.stage import json_bytes
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
-from annobench.core.tables import write_table
+from annobench.core.tables import image_ids, write_table
 from annobench.sources.pages import PageLimits
 from annobench.text.features import TextParams
 from annobench.text.stage import FolderPages, read_mapping
@@ -78,8 +77,7 @@ def check_config(config: dict) -> None:
 
 def chosen_images(job: Job) -> set[str]:
     """The ingested images, or the benchmark's test images among them."""
-    ingested = {i for path in job.input_list("images") for i in pq.read_table(path, columns=["image_id"])
-                .column("image_id").to_pylist()}
+    ingested = image_ids(job.input_list("images"))
     if job.config["benchmark"]["illustration"]["images"] == "test":
         return ingested & set(split_ids(job.input("splits"), "test"))
     return ingested
