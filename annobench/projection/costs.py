@@ -176,10 +176,15 @@ class BuildSizes:
         test = sum(self.split_counts(path)[0] for path in named_paths(inputs, "queries"))
         return test * sum(self.split_counts(path)[1] for path in named_paths(inputs, "reference"))
 
+    def costed(self, record: dict) -> tuple[str, float, int]:
+        """(the rule a job is costed as, its driver's units, the images it read) from its record."""
+        costed = {**record, "rule": cost_rule(record["rule"], record["files"]["input_files"])}
+        return costed["rule"], self.units(costed), self.images_read(costed)
+
     def images_read(self, record: dict) -> int:
-        """Images whose vectors a neighbour search read: a part's two blocks, else the build's."""
+        """Images whose vectors a neighbour search read (a part's two blocks); the build's for any other job."""
         inputs = record["files"]["input"]
-        if "queries" not in inputs:
+        if record["rule"] not in SEARCH_RULES or "queries" not in inputs:
             return self.n_images
         return sum(self.shard_images.get(Path(path).stem.split("-")[-1], 0)
                    for path in [*named_paths(inputs, "queries"), *named_paths(inputs, "reference")])
@@ -220,9 +225,8 @@ class BuildSizes:
             usage = record.get("usage") or {}
             outputs = record["files"]["output_files"]
             wall = walls.get(f"{self.config['output']}/{outputs[0]}") if outputs else None
-            record = {**record, "rule": cost_rule(record["rule"], record["files"]["input_files"])}
-            jobs.append({"rule": record["rule"], "wildcards": record["wildcards"], "units": self.units(record),
-                         "read": self.images_read(record) if record["rule"] in SEARCH_RULES else self.n_images,
+            rule, units, read = self.costed(record)
+            jobs.append({"rule": rule, "wildcards": record["wildcards"], "units": units, "read": read,
                          "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
                          "wall": wall})
         for rule, output in RECORDLESS.items():

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from annobench.projection.costs import SEARCH_RULES, Calibration, cost_rule, feature_dimension
+from annobench.projection.costs import Calibration, cost_rule, feature_dimension
 from annobench.projection.dag import planned_jobs, shape_sizes, synthetic_config, synthetic_shard_sizes
 from annobench.projection.schedule import Schedule, SimJob, simulate
 
@@ -62,10 +62,13 @@ def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
     config = load_config()
     bow = config["features"]["bow"]
     shard_sizes = synthetic_shard_sizes(n_images, images_per_shard)
-    blocks = {side: [sum(shard_sizes[s] for s in block) / n_images for block in side_blocks]
+
+    def shares(blocks: list[list[int]]) -> list[float]:  # each block's share of the images
+        return [sum(shard_sizes[shard] for shard in block) / n_images for block in blocks]
+
+    blocks = {side: shares(side_blocks)
               for side, side_blocks in block_plan(config["benchmark"]["neighbours"], shard_sizes).items()}
-    blocks["captions"] = [sum(shard_sizes[s] for s in block) / n_images
-                          for block in shard_blocks(shard_sizes, config["benchmark"]["captions"]["block_images"])]
+    blocks["captions"] = shares(shard_blocks(shard_sizes, config["benchmark"]["captions"]["block_images"]))
     return {**shape_sizes(shape, n_images), "images": n_images, "shard_sizes": shard_sizes,
             "kmeans": bow["sample_descriptors"] * bow["words"] * bow["iterations"], "features": config["features"],
             "sampled_share": min(1.0, bow["sample_images"] / n_images),
@@ -98,9 +101,10 @@ def units_of(job: dict, driver: str, sizes: dict) -> float:
 
 
 def images_read(job: dict, sizes: dict) -> float:
-    if job["rule"] not in SEARCH_RULES:
+    """The images a job reads: a search part its two blocks, any other job the build's."""
+    if job["rule"] != "benchmark_neighbour_block":
         return sizes["images"]
-    return sizes["images"] * (sum(search_shares(job, sizes)) if job["rule"] == "benchmark_neighbour_block" else 1)
+    return sizes["images"] * sum(search_shares(job, sizes))
 
 
 def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict) -> dict[str, SimJob]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annobench.core.provenance import RECORDS
-from annobench.projection.costs import RECORDLESS, SEARCH_RULES, BuildSizes, Calibration, cost_rule
+from annobench.projection.costs import RECORDLESS, BuildSizes, Calibration
 from annobench.projection.dag import planned_jobs
 from annobench.projection.schedule import SimJob, simulate
 
@@ -92,12 +92,8 @@ def step_jobs(planned: list[dict], step: set[str], build: BuildSizes, calibratio
         record_path = build.out / RECORDS / f"{job['name']}.json"
         seconds = 0.0
         if record_path.exists():
-            record = json.loads(record_path.read_text())
-            rule = cost_rule(job["rule"], record["files"]["input_files"])
-            record = {**record, "rule": rule}
-            cost = calibration.cost_of(rule, job["wildcards"])
-            images = build.images_read(record) if rule in SEARCH_RULES else build.n_images
-            seconds = cost.seconds(build.units(record), images, job["threads"])
+            rule, units, read = build.costed(json.loads(record_path.read_text()))
+            seconds = calibration.cost_of(rule, job["wildcards"]).seconds(units, read, job["threads"])
         elif job["rule"] in RECORDLESS and job["rule"] in calibration.rules:
             seconds = calibration.rules[job["rule"]].seconds(build.n_images, build.n_images, job["threads"])
         jobs.append(SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
