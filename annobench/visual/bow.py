@@ -149,7 +149,7 @@ def train_codebook(
             f"{len(sample)} sampled descriptors cannot make {k} words: lower features.bow.words "
             "(the collection is too small for this codebook)"
         )
-    with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
+    with thread_pool(threads) as pool:
         centres = seed_centres(sample, k, seed, init_size, pool)
         warm_rows = warm_start_rows(len(sample), k, seed, init_size, warm_start_share, warm_start_iterations)
         if warm_rows is not None:
@@ -163,11 +163,17 @@ def train_codebook(
 FIT_ROWS = 16384
 
 
-def codebook_fit(sample: np.ndarray, codebook: np.ndarray, pool: Executor | None = None) -> float:
+def thread_pool(threads: int):
+    """A pool of `threads` for the block work of training and assignment (none for one thread)."""
+    return ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext()
+
+
+def codebook_fit(sample: np.ndarray, codebook: np.ndarray, threads: int = 1) -> float:
     """How well a codebook fits its sample, what k-means lowers: the mean over the rows of the
     squared distance to the nearest word. The word is the exactly nearest (nearest) and the
     distance is summed in float64 in fixed blocks, so the value is the same bits on any threads."""
-    labels, _ = nearest(sample, codebook, pool=pool)
+    with thread_pool(threads) as pool:
+        labels, _ = nearest(sample, codebook, pool=pool)
     total = 0.0
     for start in range(0, len(sample), FIT_ROWS):
         rows = slice(start, start + FIT_ROWS)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -98,8 +97,7 @@ def train_kind(
     codebook = bow.train_codebook(sample, params["words"], params["iterations"], params["seed"], log=log,
                                   threads=threads, warm_start_share=params["warm_start_share"],
                                   warm_start_iterations=params["warm_start_iterations"])
-    with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
-        fit = {"mean_squared_distance": bow.codebook_fit(sample, codebook, pool), "sample_rows": len(sample)}
+    fit = {"mean_squared_distance": bow.codebook_fit(sample, codebook, threads), "sample_rows": len(sample)}
     log(f"{kind}: fit {fit['mean_squared_distance']:.6f} (mean squared distance of the {len(sample)} sample rows "
         "to their nearest word)")
     write_codebook(codebook, kind, params, out_path, fit)
