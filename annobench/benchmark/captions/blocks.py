@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from annobench.benchmark.captions.files import CaptionRun, References
 from annobench.benchmark.captions.measure import human_segments, run_hypotheses, tokenized_references
 from annobench.benchmark.captions.meteor import MeteorProcess
-from annobench.core.tables import field
+from annobench.core.tables import field, rows_to_table
 
 HUMAN_RUN = "caption_human"
 NO_REFERENCE = -1
@@ -49,17 +49,20 @@ def block_segments(references: References, runs: Mapping[str, CaptionRun], metho
         for name in sorted(runs):
             hypotheses = run_hypotheses(references, runs[name], method)
             statistics = meteor.statistics([(hypotheses[image_id], texts) for image_id, texts in refs.items()])
-            rows += [(name, image_id, NO_REFERENCE, hypotheses[image_id], image_id in runs[name].captions, line)
-                     for image_id, line in zip(refs, statistics)]
+            rows += [segment_row(name, image_id, NO_REFERENCE, hypotheses[image_id],
+                                 image_id in runs[name].captions, line) for image_id, line in zip(refs, statistics)]
         human = human_segments(refs)
         statistics = meteor.statistics([(held_out, others) for _, _, held_out, others in human])
-        rows += [(HUMAN_RUN, image_id, j, held_out, True, line)
+        rows += [segment_row(HUMAN_RUN, image_id, j, held_out, True, line)
                  for (image_id, j, held_out, _), line in zip(human, statistics)]
-    columns = list(zip(*rows)) if rows else [[] for _ in SEGMENT_SCHEMA]
-    segments = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, SEGMENT_SCHEMA)],
-                                    schema=SEGMENT_SCHEMA)
+    segments = rows_to_table(rows, SEGMENT_SCHEMA)
     tokens = pa.Table.from_pydict({"image_id": list(refs), "references": list(refs.values())}, schema=REFERENCE_SCHEMA)
     return tokens, segments
+
+
+def segment_row(run: str, image_id: str, reference: int, hypothesis: str, captioned: bool, statistics: str) -> dict:
+    return {"run": run, "image_id": image_id, "reference": reference, "hypothesis": hypothesis,
+            "captioned": captioned, "statistics": statistics}
 
 
 def pooled_references(paths: list[str]) -> dict[str, list[str]]:
