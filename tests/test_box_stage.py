@@ -11,6 +11,7 @@ from annobench.benchmark.box_stage import (
     check_config,
     knn_transfer_run,
     transfer_box,
+    transfer_boxes,
     whole_image_run,
 )
 from annobench.benchmark.runs.model import Run
@@ -21,6 +22,19 @@ def test_transfer_box_scales_the_pixels_a_box_covers():
     assert transfer_box((10, 10, 19, 19), (100, 100), (50, 50)) == (5, 5, 9, 9)
     assert transfer_box((3, 3, 3, 3), (10, 10), (5, 5)) == (1, 1, 1, 1)  # a pixel stays at least a pixel
     assert transfer_box((1, 1, 100, 100), (100, 100), (50, 50))[2] == 50  # VOC's pixels from 1 stay within
+
+
+def test_transfer_boxes_gives_transfer_box_on_every_box():
+    rng = np.random.default_rng(5)
+    sources = rng.integers(1, 400, size=(2000, 2))
+    targets = rng.integers(1, 400, size=(2000, 2))
+    low = rng.integers(0, sources)
+    high = np.minimum(low + rng.integers(0, sources), sources)  # up to the width: VOC's pixels from 1
+    boxes = np.column_stack([low, high])
+    moved = transfer_boxes(boxes, sources, targets)
+    expected = [transfer_box(tuple(b), tuple(s), tuple(t)) for b, s, t in zip(boxes.tolist(), sources.tolist(),
+                                                                               targets.tolist())]
+    assert moved.tolist() == [list(e) for e in expected]
 
 
 def test_whole_image_run_boxes_each_decided_concept_with_its_score():

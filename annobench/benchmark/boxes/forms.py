@@ -90,13 +90,17 @@ def _box_tokens(run: pd.DataFrame) -> list[str]:
     score = run["score"].to_numpy(dtype=np.float64)
     if np.isnan(score).all():
         return geometry
-    return [f"{score_text(s)}:{g}" for s, g in zip(score.tolist(), geometry)]
+    # A run holds few distinct scores (k for knn_transfer) and formatting one is slow: each
+    # distinct bit pattern (so -0.0 apart from 0.0) is written once.
+    patterns, which = np.unique(score.view(np.int64), return_inverse=True)
+    texts = [score_text(s) for s in patterns.view(np.float64).tolist()]
+    return [f"{texts[w]}:{g}" for w, g in zip(which.tolist(), geometry)]
 
 
 def _text_lines(run: pd.DataFrame):
     tokens = _box_tokens(run)
     lines: dict[tuple[str, str], list[str]] = {}  # insertion order: the place of each pair's first box
-    for image_id, concept, token in zip(run["image_id"].astype(str), run["concept"].astype(str), tokens):
+    for image_id, concept, token in zip(run["image_id"].astype(str).tolist(), run["concept"].astype(str).tolist(), tokens):
         lines.setdefault((image_id, concept), []).append(token)
     for (image_id, concept), boxes in lines.items():
         yield f"{image_id} {concept} {' '.join(boxes)}\n"
@@ -107,5 +111,6 @@ def _csv_lines(run: pd.DataFrame):
     score = run["score"].to_numpy(dtype=np.float64)
     scores = [""] * len(run) if np.isnan(score).all() else [score_text(s) for s in score.tolist()]
     corners = run[list(COORDINATES)].to_numpy(dtype=np.int64).tolist()
-    for image_id, concept, s, box in zip(run["image_id"].astype(str), run["concept"].astype(str), scores, corners):
+    for image_id, concept, s, box in zip(run["image_id"].astype(str).tolist(), run["concept"].astype(str).tolist(), scores,
+                                     corners):
         yield f"{image_id},{concept},{s},{box[0]},{box[1]},{box[2]},{box[3]}\n"
