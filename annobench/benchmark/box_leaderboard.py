@@ -1,5 +1,5 @@
 """The box and content-selection leaderboards (SPEC 9): tables and Markdown sections beside the
-annotation leaderboard, from the evaluations the box_baselines and selection_baselines rules write."""
+annotation leaderboard, from the evaluations the box_baseline and selection_baselines rules write."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Each function at the end is one Snakemake job, callable without Snakemake:
 box ground truth for the benchmark's images (rule benchmark_boxes), the box
-baselines built from the image-level k-NN runs (rule box_baselines) and the
+baselines built from the image-level k-NN runs (rule box_baseline, one job a run) and the
 content-selection baselines (rule selection_baselines). Test images are the
 benchmark's test split, always in image_id order, so every output is the
 same bytes whatever the cores.
@@ -272,8 +272,8 @@ def evaluate_box_run(name: str, truth: pd.DataFrame, run: pd.DataFrame, test_ids
     return {"run": name, **result}
 
 
-def build_box_baselines(runs: dict[str, dict], settings: dict, inputs: dict, outputs: dict, log) -> None:
-    """Every box baseline run: written (Parquet and text) and evaluated."""
+def build_box_baseline(name: str, spec: dict, settings: dict, inputs: dict, outputs: dict, log) -> None:
+    """One box baseline run (spec: kind and feature), written (Parquet and text) and evaluated."""
     from annobench.benchmark.boxes.forms import write_box_run
     from annobench.benchmark.ground_truth import read_concepts_table
     from annobench.benchmark.runs.files import read_run
@@ -282,20 +282,18 @@ def build_box_baselines(runs: dict[str, dict], settings: dict, inputs: dict, out
     test_ids = split_ids(inputs["splits"], "test")
     sizes = image_sizes(inputs["images"])
     truth = pd.read_parquet(inputs["boxes"])
-    concepts = [c.name for c in read_concepts_table(inputs["concepts"])]
-    for name, spec in runs.items():
-        feature = spec["feature"]
-        if spec["kind"] == "whole_image":
-            run = whole_image_run(read_run(inputs[f"knn_run_{feature}"], concepts), sizes)
-        else:
-            neighbours, _ = read_neighbours(inputs[f"neighbours_{feature}"], test_ids)
-            run = knn_transfer_run(test_ids, neighbours, truth, sizes, settings["knn"]["neighbours"])
-        write_box_run(run, outputs[f"{name}_run"], "parquet")
-        write_box_run(run, outputs[f"{name}_run_text"], "text")
-        result = evaluate_box_run(name, truth, run, test_ids)
-        write_bytes_atomic(outputs[f"{name}_evaluation"], json_bytes(result))
-        log(f"{name}: {len(run)} boxes on {run['image_id'].nunique()} of {len(test_ids)} test images; "
-            f"MAP@0 {result['MAP']['0']:.4f}, MAP@0.5 {result['MAP']['0.5']:.4f}")
+    if spec["kind"] == "whole_image":
+        concepts = [c.name for c in read_concepts_table(inputs["concepts"])]
+        run = whole_image_run(read_run(inputs["knn_run"], concepts), sizes)
+    else:
+        neighbours, _ = read_neighbours(inputs["neighbours"], test_ids)
+        run = knn_transfer_run(test_ids, neighbours, truth, sizes, settings["knn"]["neighbours"])
+    write_box_run(run, outputs["run"], "parquet")
+    write_box_run(run, outputs["run_text"], "text")
+    result = evaluate_box_run(name, truth, run, test_ids)
+    write_bytes_atomic(outputs["evaluation"], json_bytes(result))
+    log(f"{name}: {len(run)} boxes on {run['image_id'].nunique()} of {len(test_ids)} test images; "
+        f"MAP@0 {result['MAP']['0']:.4f}, MAP@0.5 {result['MAP']['0.5']:.4f}")
 
 
 # -- content selection ----------------------------------------------------------
@@ -372,9 +370,10 @@ def boxes_job(job: Job) -> list[dict]:
                            segmentations, job.outputs, job.log)
 
 
-def box_baselines_job(job: Job) -> None:
-    """Rule box_baselines: every box baseline run, written and evaluated."""
-    build_box_baselines(job.params["runs"], job.config["benchmark"], job.inputs, job.outputs, job.log)
+def box_baseline_job(job: Job) -> None:
+    """Rule box_baseline: one box baseline run (the `run` wildcard), written and evaluated."""
+    build_box_baseline(job.wildcards["run"], job.params["run"], job.config["benchmark"], job.inputs, job.outputs,
+                       job.log)
 
 
 def selection_baselines_job(job: Job) -> list[dict]:

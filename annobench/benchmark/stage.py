@@ -533,16 +533,14 @@ def truth_job(job: Job) -> list[dict]:
                        job.input_list("regions"), job.outputs, job.log)
 
 
-def baselines_job(job: Job) -> list[dict]:
-    """Rule baselines: every baseline run, each written and evaluated. Returns the English word list
-    when a co-occurrence run read it."""
+def baseline_job(job: Job) -> list[dict]:
+    """Rule baseline: one baseline run (the `run` wildcard), written and evaluated. Returns the
+    English word list when it is a co-occurrence run that read one."""
     settings = BenchmarkSettings.from_config(job.config)
-    for name, run in job.params["runs"].items():
-        files = {what: job.output(f"{name}_{what}") for what in ("run", "run_text", "evaluation", "per_concept")}
-        run_inputs = {**job.inputs, "neighbours": job.inputs.get(f"neighbours_{run['feature']}")}
-        build_baseline(name, run["kind"], settings, run_inputs, files, job.log)
+    run = job.params["run"]
+    build_baseline(job.wildcards["run"], run["kind"], settings, job.inputs, job.outputs, job.log)
     words = settings.cooccurrence["english_words_file"]
-    if words and any(run["kind"] == "cooccurrence" for run in job.params["runs"].values()):
+    if words and run["kind"] == "cooccurrence":
         return [raw_file(words, Path(words).name, role="english_words")]
     return []
 

@@ -38,7 +38,7 @@ from annobench.visual.stage import FEATURES
 # of this machine. A small build's search is all reading and start-up, so its products are
 # timed there.
 NEIGHBOUR_RATE = 837 / (10_000 * 500_000 * 5_000)
-QUERY_RULES = ("baselines", "box_baselines", "selection_baselines", "caption_baselines", "caption_evaluation",
+QUERY_RULES = ("baseline", "box_baseline", "selection_baselines", "caption_baselines", "caption_evaluation",
                "caption_run_evaluation", "caption_human_bound", "illustration", "benchmark_boxes",
                "caption_references")
 # Jobs of one block of test images (whole shards): the block's test images.

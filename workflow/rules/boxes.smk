@@ -30,29 +30,27 @@ if BOXES_ON:
 
 if BOX_RUNS:
 
-    rule box_baselines:
+    # One job per box run, as the image-level baselines: all of them in one job took hours at
+    # the 2016 shape.
+    rule box_baseline:
+        wildcard_constraints:
+            run=one_of(BOX_RUNS),
         input:
-            images=expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
-            concepts=BENCHMARK_TABLES["concepts"],
-            splits=BENCHMARK_TABLES["splits"],
-            boxes=BOX_TRUTH["boxes"],
-            **{f"knn_run_{f}": out(f"runs/knn_{f}.parquet") for f in sorted({r["feature"] for r in BOX_RUNS.values()})},
-            **{f"neighbours_{f}": out(f"work/neighbours/{f}.parquet")
-               for f in sorted({r["feature"] for r in BOX_RUNS.values()})},
+            unpack(box_baseline_inputs),
         output:
-            **{f"{run}_{what}": path for run in BOX_RUNS for what, path in box_baseline_files(run).items()},
+            **box_baseline_files("{run}"),
         log:
-            out("logs/box_baselines.log"),
+            out("logs/box_baseline/{run}.log"),
         params:
-            runs=BOX_RUNS,
+            run=box_baseline_spec,
             settings={"knn": BENCHMARK["knn"]},
-            code=script_code("box_baselines.py"),
+            code=script_code("box_baseline.py"),
         resources:
             mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,
         conda:
             "../../envs/annobench.yaml"
         script:
-            "../../scripts/box_baselines.py"
+            "../../scripts/box_baseline.py"
 
 
 if SELECTION_RUNS:

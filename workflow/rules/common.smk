@@ -109,14 +109,20 @@ def one_of(names):
 
 
 def baseline_inputs(wildcards):
-    """Inputs of the baseline runs: the benchmark tables, the neighbours of each run's feature,
-    text if a run needs it."""
+    """Inputs of one baseline run: the benchmark tables, the overlap feature's neighbours (for
+    Dutta's subsets), the run's feature's neighbours, text if it is a co-occurrence run."""
+    run = BASELINES[wildcards.run]
     files = {**BENCHMARK_TABLES, "overlap": out(f"work/neighbours/{BENCHMARK['overlap']['feature']}.parquet")}
-    features = sorted({run["feature"] for run in BASELINES.values() if run["feature"]})
-    files.update({f"neighbours_{feature}": out(f"work/neighbours/{feature}.parquet") for feature in features})
-    if any(run["kind"] == "cooccurrence" for run in BASELINES.values()):
+    if run["feature"]:
+        files["neighbours"] = out(f"work/neighbours/{run['feature']}.parquet")
+    if run["kind"] == "cooccurrence":
         files["text_terms"] = expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS)
     return files
+
+
+def baseline_spec(wildcards):
+    """A baseline run's kind and feature (a job's params: only its own run's settings)."""
+    return BASELINES[wildcards.run]
 
 
 def baseline_files(run):
@@ -129,6 +135,25 @@ def box_baseline_files(run):
     """The three files of a box baseline run."""
     return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
             "evaluation": out(f"evaluations/{run}.json")}
+
+
+def box_baseline_inputs(wildcards):
+    """Inputs of one box run: the images' sizes, the benchmark's concepts, splits and boxes, and
+    the knn run of its feature (whole_image) or that feature's neighbours (knn_transfer)."""
+    run = BOX_RUNS[wildcards.run]
+    files = {"images": expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+             "concepts": BENCHMARK_TABLES["concepts"], "splits": BENCHMARK_TABLES["splits"],
+             "boxes": BOX_TRUTH["boxes"]}
+    if run["kind"] == "whole_image":
+        files["knn_run"] = out(f"runs/knn_{run['feature']}.parquet")
+    else:
+        files["neighbours"] = out(f"work/neighbours/{run['feature']}.parquet")
+    return files
+
+
+def box_baseline_spec(wildcards):
+    """A box run's kind and feature."""
+    return BOX_RUNS[wildcards.run]
 
 
 def selection_files(name):
