@@ -112,7 +112,7 @@ def test_the_planned_dag_has_snakemakes_jobs_per_rule_on_the_demo(demo_config, t
     # aggregate targets other rules stand for.
     listing = run_snakemake(tmp_path / "dry", "--list-rules", "--configfile", str(demo_config)).stdout
     listed = {line.strip() for line in listing.splitlines() if re.fullmatch(r"[a-z_0-9]+", line.strip())}
-    unused = {"warc_tables", "benchmark_boxes", "box_baselines", "selection_baselines", "benchmark_neighbour_block",
+    unused = {"warc_tables", "benchmark_boxes", "box_baseline", "selection_baselines", "benchmark_neighbour_block",
               "ingest_all",
               "features_all", "bow_all", "text_all", "regions_all", "benchmark_all"}
     assert "release" in listed and listed - set(counts) <= unused
@@ -151,7 +151,9 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
 
     sizes = planned_sizes("2016", 510_123, 2000)
     tests, trainings = len(sizes["block_shares"]["test"]), len(sizes["block_shares"]["training"])
-    assert (tests, trainings) == (6, 3)  # blocks of whole shards up to 100,000 / 200,000 images
+    assert (tests, trainings) == (27, 6)  # blocks of whole shards up to 20,000 / 100,000 images
+    # The 2014 shape's few test images are one test block (dag.shape_search).
+    assert len(planned_sizes("2014", 510_123, 2000)["block_shares"]["test"]) == 1
     whole = units_of({"rule": "benchmark_neighbours", "wildcards": {"feature": "gist"}}, "pair_dims", sizes)
     assert whole == 510_123 * 500_000 * 960
     parts = [{"rule": "benchmark_neighbour_block", "wildcards": {"feature": "gist", "test_block": f"{t:03d}",
@@ -159,7 +161,7 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
              for t in range(tests) for r in range(trainings)]
     assert sum(units_of(part, "pair_dims", sizes) for part in parts) == pytest.approx(whole)
     # A part reads its two blocks' vectors, not the build's (whole shards of about 1,993 images).
-    assert 290_000 < images_read(parts[0], sizes) <= 100_000 + 200_000
+    assert 110_000 < images_read(parts[0], sizes) <= 20_000 + 100_000
     # The neighbours job that only merges parts is costed apart, per query image.
     assert cost_rule("benchmark_neighbours", ["benchmark_neighbour_block-gist-000-000"]) == MERGE_RULE
     assert cost_rule("benchmark_neighbours", ["tables/gist/shard-00000.parquet"]) == "benchmark_neighbours"
