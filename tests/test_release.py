@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from annobench.release.assemble import CRATE, HEADER, JOBS, MANIFEST
+from annobench.release.assemble import CRATE, HEADER, JOBS, MANIFEST, load_records, manifest_entries
 import annobench.release.audit as audit_module
 from annobench.release.audit import audit, audit_build, main_audit, read_jobs, read_manifest
 from conftest import demo_build_in, run_snakemake
@@ -260,3 +260,17 @@ def test_a_deleted_build_table_comes_back_when_named_as_target(tmp_path):
     assert victim.read_bytes() == before
     code, report = audit_text(out)
     assert code == 0, report
+
+
+def test_a_record_left_by_a_renamed_rule_does_not_claim_files_written_since(demo_build):
+    """A build resumed after an upgrade keeps the records of rules that no longer exist (the one
+    `baselines` job before runs had jobs of their own); the manifest names the job that wrote
+    each file last, and the stale record drops out of the jobs."""
+    records = load_records(demo_build)
+    current = next(r for r in records if r["rule"] == "baseline" and r["wildcards"]["run"] == "knn_gist")
+    stale = {**current, "rule": "baselines", "wildcards": {}, "finished": "2000-01-01T00:00:00+00:00"}
+    for order in ([*records, stale], [stale, *records]):
+        files, jobs = manifest_entries(demo_build, order)
+        run = next(f for f in files if f["path"] == "runs/knn_gist.parquet")
+        assert run["job"] == "baseline-knn_gist"
+        assert "baselines" not in {job["job"] for job in jobs}

@@ -65,7 +65,9 @@ def released_files(out_dir: Path) -> list[str]:
 def manifest_entries(out_dir: Path, records: list[dict]) -> tuple[list[dict], list[dict]]:
     """Released files and the intermediate files behind them, and the jobs that made them."""
     made_by = {}
-    for record in records:
+    # A file is the last writer's: a record left by a rule since renamed or split (a build
+    # resumed after an upgrade) may claim it too, but finished before.
+    for record in sorted(records, key=lambda r: (r["finished"], job_name(r))):
         for output in record["outputs"]:
             made_by[output["path"]] = (record, output)
     released_set = set(released_files(out_dir))
