@@ -68,6 +68,10 @@ def test_two_build_sizes_split_a_rules_work_into_fixed_and_rate():
     assert cost.fixed == pytest.approx(3.0)
     assert cost.rate == pytest.approx(0.01)
     assert merged([large]) is large
+    # Work that does not grow with the size (a JVM's start-up) is fixed, not a rate.
+    flat = merged([RuleCost("x", "queries", 0.5, 0.0, units=128, work=5.2, build="s"),
+                   RuleCost("x", "queries", 0.6, 0.0, units=1566, work=5.1, build="l")])
+    assert flat.rate == 0 and flat.fixed == pytest.approx(0.6 + 5.2)
 
 
 def test_shape_sizes_scale_the_2014_benchmark_with_the_images():

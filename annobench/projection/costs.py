@@ -132,7 +132,9 @@ def calibrate(workdirs: list[Path]) -> Calibration:
 def merged(costs: list[RuleCost]) -> RuleCost:
     """One rule measured in several builds: with two sizes or more, a line through the jobs'
     (size, work) splits the work into a fixed part and a rate (one size cannot tell them
-    apart: all its work counts as rate, an upper bound at larger sizes); else the largest build."""
+    apart: all its work counts as rate, an upper bound at larger sizes); else the largest build.
+    Work that does not grow from the smaller size to the larger (the Meteor JVM's start-up
+    dominating) is all fixed: the most a job took in any build."""
     largest = max(costs, key=lambda c: c.units)
     points = [(c.units / c.jobs, c.work / c.jobs) for c in costs if c.driver not in ("fixed", "pair_dims")]
     if len({round(u, 9) for u, _ in points}) < 2:
@@ -140,7 +142,9 @@ def merged(costs: list[RuleCost]) -> RuleCost:
     mean_u, mean_w = statistics.fmean(u for u, _ in points), statistics.fmean(w for _, w in points)
     slope = (sum((u - mean_u) * (w - mean_w) for u, w in points) / sum((u - mean_u) ** 2 for u, _ in points))
     if slope <= 0:
-        return largest
+        return RuleCost(largest.rule, largest.driver, largest.fixed + max(w for _, w in points), 0.0,
+                        units=largest.units, build=" + ".join(sorted({c.build for c in costs})), work=largest.work,
+                        jobs=largest.jobs)
     intercept = max(0.0, mean_w - slope * mean_u)
     return RuleCost(largest.rule, largest.driver, largest.fixed + intercept, slope, units=largest.units,
                     build=" + ".join(sorted({c.build for c in costs})), work=largest.work, jobs=largest.jobs)
