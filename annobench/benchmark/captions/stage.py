@@ -7,7 +7,7 @@ Each function at the end is one Snakemake job, callable without Snakemake:
   caption JSON), or, with `harvested`, the captions the text stage found in
   the pages (`page_captions` rows its default filter keeps; the same text
   twice for one image counted once);
-- rule caption_baselines: the nearest and consensus transfer runs
+- rule caption_baselines: the nearest and consensus transfer runs (a job per feature)
   (captions.baselines) on each feature of benchmark.features, for every test
   image, from the training images' references;
 - rule caption_meteor_block: a block of test images' references and captions
@@ -163,28 +163,28 @@ def run_table(run: dict[str, TransferredCaption]) -> pa.Table:
 
 
 def caption_baselines_job(job: Job) -> None:
-    """Rule caption_baselines: every nearest and consensus run, from the training images' references.
-    Each feature's neighbours are read once, and the references' n-gram space is built once."""
+    """Rule caption_baselines: the nearest and consensus runs of one feature (the `feature`
+    wildcard), from the training images' references; the neighbours are read once and the
+    references' n-gram space is built once."""
     from annobench.benchmark.captions.baselines import NgramSpace, consensus_captions, nearest_captions
 
+    feature = job.wildcards["feature"]
     train = set(split_ids(job.input("splits"), "train"))
     references = references_from_table(job.input("captions"), train)
     texts = {image_id: references.texts(image_id) for image_id in references.images}
     depth = job.params["settings"]["neighbours"]
-    runs = job.params["runs"]
-    space = NgramSpace(texts) if any(spec["kind"] == "consensus" for spec in runs.values()) else None
-    for feature in sorted({spec["feature"] for spec in runs.values()}):
-        lists = neighbour_lists(job.input(f"neighbours_{feature}"))
-        for name, spec in sorted(runs.items()):
-            if spec["feature"] != feature:
-                continue
-            run = (consensus_captions(lists, texts, depth, space) if spec["kind"] == "consensus"
-                   else nearest_captions(lists, texts, depth))
-            write_table(run_table(run), job.output(f"{name}_run"), "caption_run",
-                        params={**spec, "neighbours": depth})
-            write_bytes_atomic(job.output(f"{name}_run_text"), run_csv_bytes(run))
-            job.log(f"{name}: {len(run)} of {len(lists)} test images captioned from "
-                    f"{len(references.images)} described training images")
+    kinds = job.params["kinds"]
+    space = NgramSpace(texts) if "consensus" in kinds else None
+    lists = neighbour_lists(job.input("neighbours"))
+    for kind in kinds:
+        name = f"caption_{kind}_{feature}"
+        run = (consensus_captions(lists, texts, depth, space) if kind == "consensus"
+               else nearest_captions(lists, texts, depth))
+        write_table(run_table(run), job.output(f"{kind}_run"), "caption_run",
+                    params={"kind": kind, "feature": feature, "neighbours": depth})
+        write_bytes_atomic(job.output(f"{kind}_run_text"), run_csv_bytes(run))
+        job.log(f"{name}: {len(run)} of {len(lists)} test images captioned from "
+                f"{len(references.images)} described training images")
 
 
 # -- evaluation ------------------------------------------------------------------
