@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from annobench.release.assemble import CRATE, HEADER, JOBS, MANIFEST, load_records, manifest_entries
+from annobench.release.assemble import (
+    CRATE,
+    HEADER,
+    JOBS,
+    MANIFEST,
+    current_records,
+    load_records,
+    manifest_entries,
+)
 import annobench.release.audit as audit_module
 from annobench.release.audit import audit, audit_build, main_audit, read_jobs, read_manifest
 from conftest import demo_build_in, run_snakemake
@@ -274,3 +282,5 @@ def test_a_record_left_by_a_renamed_rule_does_not_claim_files_written_since(demo
         run = next(f for f in files if f["path"] == "runs/knn_gist.parquet")
         assert run["job"] == "baseline-knn_gist"
         assert "baselines" not in {job["job"] for job in jobs}
+    # Nor does the crate mention it: it is no longer a record of this build.
+    assert current_records([*records, stale]) == records

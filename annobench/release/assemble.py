@@ -54,6 +54,17 @@ def load_records(out_dir: Path) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out_dir / RECORDS).glob("*.json"))]
 
 
+def current_records(records: list[dict]) -> list[dict]:
+    """The records less those superseded: every output of theirs rewritten by a job that finished
+    later (a build resumed after rules were renamed or split keeps the old records)."""
+    last_writer = {}
+    for record in sorted(records, key=lambda r: (r["finished"], job_name(r))):
+        for output in record["outputs"]:
+            last_writer[output["path"]] = job_name(record)
+    return [r for r in records
+            if not r["outputs"] or any(last_writer[o["path"]] == job_name(r) for o in r["outputs"])]
+
+
 def released_files(out_dir: Path) -> list[str]:
     return sorted(
         p.relative_to(out_dir).as_posix()
@@ -171,7 +182,7 @@ def snakemake_command_line() -> list[str] | None:
 def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict, workflow_dir: Path | str,
                      n_shards: int) -> int:
     out_dir, release_dir = Path(out_dir), Path(release_dir)
-    records = load_records(out_dir)
+    records = current_records(load_records(out_dir))
     entries, jobs = manifest_entries(out_dir, records)
     with atomic_path(release_dir) as partial:
         partial.mkdir()
