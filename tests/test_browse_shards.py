@@ -94,12 +94,12 @@ def write_demo_config(workdir: Path, **extra) -> Path:
 
 def test_a_build_of_several_shards_plans_one_browse_job_per_shard(tmp_path):
     jobs = planned_jobs(tmp_path, write_demo_config(tmp_path, sharding={"num_shards": 3}))
-    assert (jobs["browse_prepare"], jobs["browse_shard"], jobs["browse"]) == (1, 3, 1)
+    assert (jobs["browse_prepare"], jobs["browse_shard"], jobs["browse_norms"], jobs["browse"]) == (1, 3, 3, 1)
 
 
 def test_a_one_shard_build_keeps_one_browse_job(tmp_path):
     jobs = planned_jobs(tmp_path, write_demo_config(tmp_path))
-    assert jobs["browse"] == 1 and "browse_shard" not in jobs and "browse_prepare" not in jobs
+    assert jobs["browse"] == 1 and not {"browse_shard", "browse_prepare", "browse_norms"} & set(jobs)
 
 
 def test_a_build_of_two_shards_releases_the_one_job_browser(tmp_path):

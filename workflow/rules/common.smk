@@ -174,6 +174,12 @@ BROWSE_BY_SHARD = bool(config["release"]["browse"]["enabled"]) and INVENTORY.n_s
 BROWSE_PARTS = ["images", "overlays"] if config["input"]["segmentations"] else ["images"]
 
 
+def browse_norms_inputs(wildcards):
+    """A shard's feature tables: the global features and the bags of words."""
+    names = [*GLOBAL_FEATURES, *(f"bow_{kind}" for kind in BOW_KINDS)]
+    return [out(layout.table_file(name, wildcards.shard)) for name in names]
+
+
 def browse_shard_inputs(wildcards):
     """A browse_shard job reads its shard's prepared folder and files, and every shard's images (the
     catalogue: each page links its neighbours and grid page)."""

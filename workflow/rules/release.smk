@@ -54,11 +54,31 @@ rule browse_shard:
         "../../scripts/browse_shard.py"
 
 
+rule browse_norms:
+    # Several shards only: a shard's feature norms for the index's figure, as soon as its features
+    # exist, so the index job reads megabytes of norms instead of every vector of the build.
+    input:
+        features=browse_norms_inputs,
+    output:
+        norms=out("work/browse/norms/shard-{shard}.parquet"),
+    log:
+        out("logs/browse_norms/shard-{shard}.log"),
+    params:
+        code=script_code("browse_norms.py"),
+    resources:
+        mem_mb=1024 + INVENTORY.n_images // 1000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/browse_norms.py"
+
+
 rule browse:
     # One shard: the whole site. Several: the pages that need the whole build (index, grid,
     # leaderboard, style), beside the browse_shard jobs.
     input:
         BROWSE_INPUTS,
+        norms=expand(out("work/browse/norms/shard-{shard}.parquet"), shard=SHARDS) if BROWSE_BY_SHARD else [],
     output:
         (
             [out("browse/index.html"), out("browse/style.css"), directory(out("browse/grid"))]

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from annobench.core.tables import field as column, rows_to_table
 from annobench.release.browser.source import Catalogue, Log, Source, read_file
 
 # Caps on what one page lists, so no HTML file grows with the collection.
@@ -120,11 +122,41 @@ def vector_norms(path: Path) -> tuple[np.ndarray, int]:
     return np.sqrt(np.einsum("ij,ij->i", values, values, dtype=np.float64)), dim
 
 
-def collect_norms(source: Source, figures: Figures, log: Log) -> None:
+NORMS_SCHEMA = pa.schema([
+    column("feature", pa.string(), "a feature table (columns image_id, vector)"),
+    column("file", pa.string(), "its shard file's name"),
+    column("dim", pa.int32(), "the vectors' dimension"),
+    column("norms", pa.list_(pa.float64()), "each row's L2 norm, in the file's row order"),
+])
+
+
+def shard_norms(feature_files: list[Path]) -> pa.Table:
+    """The feature norms of one shard's feature files (rule browse_norms), read by the index job
+    in place of the vectors: at 510,123 images the vectors are gigabytes, the norms megabytes."""
+    rows = []
+    for path in map(Path, feature_files):
+        norms, dim = vector_norms(path)
+        rows.append({"feature": path.parent.name, "file": path.name, "dim": dim, "norms": norms.tolist()})
+    return rows_to_table(rows, NORMS_SCHEMA)
+
+
+def read_shard_norms(norm_files: list[Path]) -> dict[tuple[str, str], tuple[np.ndarray, int]]:
+    """(feature, file name) -> (norms, dim) from browse_norms' tables."""
+    found = {}
+    for path in norm_files:
+        table = pq.read_table(path).to_pydict()
+        for feature, name, dim, norms in zip(table["feature"], table["file"], table["dim"], table["norms"]):
+            found[(feature, name)] = (np.asarray(norms, dtype=np.float64), dim)
+    return found
+
+
+def collect_norms(source: Source, figures: Figures, log: Log, known: dict | None = None) -> None:
+    """Every feature's norms; a shard file's come from `known` (read_shard_norms) when there."""
+    known = known or {}
     for feature in source.features():
         parts, dim = [], 0
         for path in source.files(feature):
-            norms, dim = vector_norms(path)
+            norms, dim = known.get((feature, path.name)) or vector_norms(path)
             parts.append(norms)
         norms = np.concatenate(parts) if parts else np.zeros(0)
         finite = norms[np.isfinite(norms)]
@@ -133,11 +165,12 @@ def collect_norms(source: Source, figures: Figures, log: Log) -> None:
         log(f"browse: feature norms of {feature} ({len(norms):,} vectors)")
 
 
-def collect_figures(source: Source, catalogue: Catalogue, runs: list[str], log: Log) -> Figures:
+def collect_figures(source: Source, catalogue: Catalogue, runs: list[str], log: Log,
+                    known_norms: dict | None = None) -> Figures:
     figures = Figures(counts=collect_counts(source, catalogue, runs))
     collect_regions(source, figures)
     collect_relations(source, figures)
     collect_benchmark(source, figures)
     collect_rejects(source, figures)
-    collect_norms(source, figures, log)
+    collect_norms(source, figures, log, known_norms)
     return figures

@@ -6,8 +6,10 @@
   region labels by frequency (the palette every overlay is coloured with);
 - rule browse_shard (one job per image shard): that shard's image pages and overlays, reading its
   own shard files and its prepared folder only;
+- rule browse_norms (one job per image shard, once its features exist): the L2 norms of the
+  shard's feature vectors, for the index's figure;
 - rule browse (one job, beside them): the style, index, leaderboard and grid, which need figures
-  of the whole build.
+  of the whole build (the norms from browse_norms' tables, not from the vectors).
 
 Together they write the same files, byte for byte, as writer.build_browser in one process.
 """
@@ -26,7 +28,8 @@ import pyarrow.feather as feather
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.layout import shard_name
-from annobench.release.browser.figures import Figures, collect_figures, collect_regions
+from annobench.core.tables import write_table
+from annobench.release.browser.figures import Figures, collect_figures, collect_regions, read_shard_norms, shard_norms
 from annobench.release.browser.files import Site
 from annobench.release.browser.image_pages import Context, shown_pages, write_image_pages
 from annobench.release.browser.overlays import Palette
@@ -105,11 +108,13 @@ def build_shard_pages(source_dir: Path, prepared_dir: Path, plan_path: Path, sha
 
 # ---------------------------------------------------------------- browse (index, grid, style)
 
-def build_index_site(source_dir: Path, site_dir: Path, settings: dict, log: Log = lambda line: None) -> int:
-    """The style, index, leaderboard and grid pages, written under `site_dir`; returns the file count."""
+def build_index_site(source_dir: Path, site_dir: Path, settings: dict, log: Log = lambda line: None,
+                     norm_files: list[Path] = ()) -> int:
+    """The style, index, leaderboard and grid pages, written under `site_dir`; returns the file count.
+    norm_files: browse_norms' tables, whose shards' norms are not recomputed from the vectors."""
     settings, source = full_settings(settings), Source(Path(source_dir))
     catalogue = catalogue_of(source, settings)
-    figures = collect_figures(source, catalogue, sorted(source.runs()), log)
+    figures = collect_figures(source, catalogue, sorted(source.runs()), log, read_shard_norms(norm_files))
     site = Site(Path(site_dir))
     write_index_site(site, settings, source, catalogue, figures, log)
     return site.files
@@ -123,8 +128,13 @@ def build_browser_by_shard(source_dir: Path, browse_dir: Path, settings: dict, w
     prepared = {shard: Path(work_dir) / shard_name(shard) for shard in shards}
     plan = Path(work_dir) / "plan.json"
     prepare_browser(source_dir, prepared, plan, settings, log)
+    norm_files = []
+    for shard in shards:
+        features = [files[shard] for files in map(source.shard_files, source.features()) if files and shard in files]
+        norm_files.append(Path(work_dir) / "norms" / f"{shard_name(shard)}.parquet")
+        write_table(shard_norms(features), norm_files[-1], "browse_norms", params={})
     Path(browse_dir).mkdir(parents=True, exist_ok=False)
-    files = build_index_site(source_dir, browse_dir, settings, log)
+    files = build_index_site(source_dir, browse_dir, settings, log, norm_files)
     for shard in shards:
         files += build_shard_pages(source_dir, prepared[shard], plan, shard, browse_dir, settings, log)
     return files
@@ -165,6 +175,11 @@ def browse_shard_job(job: Job) -> None:
     job.log(f"{count} files of shard {job.shard} in the release browser")
 
 
+def browse_norms_job(job: Job) -> None:
+    """Rule browse_norms: one shard's feature norms, for the index job."""
+    write_table(shard_norms(job.input_list("features")), job.output("norms"), "browse_norms", params={})
+
+
 def browse_job(job: Job) -> None:
     """Rule browse: the whole site in a build of one shard; in one of several, the pages that need
     the whole build (the image pages are the browse_shard jobs')."""
@@ -178,6 +193,7 @@ def browse_index_job(job: Job) -> None:
     """The style, index, leaderboard and grid, built aside and moved into browse/."""
     (Path(job.out_dir) / "work").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".browse-index-", dir=Path(job.out_dir) / "work") as partial:
-        count = build_index_site(job.out_dir, Path(partial), job.params["settings"], job.log)
+        count = build_index_site(job.out_dir, Path(partial), job.params["settings"], job.log,
+                                 job.input_list("norms"))
         move_into_place(Path(partial), job.out_dir / "browse", job.output_files)
     job.log(f"{count} index, grid and style files in the release browser")
