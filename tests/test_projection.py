@@ -156,8 +156,6 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
     sizes = planned_sizes("2016", 510_123, 2000)
     tests, trainings = len(sizes["block_shares"]["test"]), len(sizes["block_shares"]["training"])
     assert (tests, trainings) == (27, 6)  # blocks of whole shards up to 20,000 / 100,000 images
-    # The 2014 shape's few test images are one test block (dag.shape_search).
-    assert len(planned_sizes("2014", 510_123, 2000)["block_shares"]["test"]) == 1
     whole = units_of({"rule": "benchmark_neighbours", "wildcards": {"feature": "gist"}}, "pair_dims", sizes)
     assert whole == 510_123 * 500_000 * 960
     parts = [{"rule": "benchmark_neighbour_block", "wildcards": {"feature": "gist", "test_block": f"{t:03d}",

@@ -41,14 +41,6 @@ def shape_sizes(shape: str, n_images: int) -> dict[str, int]:
     raise ValueError(f"unknown shape {shape!r} (2014 or 2016)")
 
 
-def shape_search(shape: str, n_images: int) -> dict:
-    """The benchmark.neighbours settings a shape is planned with beyond the defaults: the 2014
-    shape's 7,291 test images are 1.4 % of the build, so its search takes them in one test block
-    (docs/configuration.md); small test blocks would re-read every training block for a few
-    hundred queries each."""
-    return {"test_block_images": n_images} if shape == "2014" else {}
-
-
 def synthetic_ids(n_images: int) -> list[str]:
     return [f"img{k:07d}" for k in range(n_images)]
 
@@ -75,8 +67,7 @@ def synthetic_config(folder: Path, n_images: int, shape: str, images_per_shard: 
     (folder / "truth.csv").write_text("image_id,concept\n" + "".join(f"{i},c{k % 100}\n" for k, i in enumerate(ids)))
     for empty in ("pages", "segmentations"):
         (folder / empty).mkdir(exist_ok=True)
-    benchmark = {"ground_truth": {"source": "csv", "path": str(folder / "truth.csv")},
-                 "neighbours": shape_search(shape, n_images)}
+    benchmark = {"ground_truth": {"source": "csv", "path": str(folder / "truth.csv")}}
     if shape == "2016":
         benchmark.update(boxes={"source": "segmentations"}, captions={"references": "harvested"},
                          illustration={"enabled": True, "images": "all"})

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annobench.projection.costs import Calibration, cost_rule, feature_dimension
-from annobench.projection.dag import planned_jobs, shape_search, shape_sizes, synthetic_config, synthetic_shard_sizes
+from annobench.projection.dag import planned_jobs, shape_sizes, synthetic_config, synthetic_shard_sizes
 from annobench.projection.schedule import Schedule, SimJob, simulate
 
 SHAPES = ("2014", "2016")
@@ -59,7 +59,7 @@ def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
     from annobench.benchmark.neighbour_blocks import block_plan, shard_blocks
     from annobench.core.config import load_config
 
-    config = load_config(overrides={"benchmark": {"neighbours": shape_search(shape, n_images)}})
+    config = load_config()
     bow = config["features"]["bow"]
     shard_sizes = synthetic_shard_sizes(n_images, images_per_shard)
 
