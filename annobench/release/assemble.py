@@ -66,11 +66,16 @@ def current_records(records: list[dict]) -> list[dict]:
 
 
 def released_files(out_dir: Path) -> list[str]:
-    return sorted(
-        p.relative_to(out_dir).as_posix()
-        for top in RELEASED if (out_dir / top).is_dir()
-        for p in (out_dir / top).rglob("*") if p.is_file() and not p.name.startswith(".")
-    )
+    """Every file under the released folders (hidden files aside), as posix paths from out_dir.
+    os.walk over strings: a full-size build releases millions of files, and pathlib's objects
+    were a third of the release job's time."""
+    found = []
+    for top in RELEASED:
+        for folder, _, names in os.walk(os.path.join(out_dir, top)):
+            relative = os.path.relpath(folder, out_dir).replace(os.sep, "/")
+            found += [f"{relative}/{name}" for name in names
+                      if not name.startswith(".") and os.path.isfile(os.path.join(folder, name))]
+    return sorted(found)
 
 
 def manifest_entries(out_dir: Path, records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -186,9 +191,10 @@ def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict,
     entries, jobs = manifest_entries(out_dir, records)
     with atomic_path(release_dir) as partial:
         partial.mkdir()
+        made = set()
         for entry in entries:
             if entry["released"]:
-                _link(out_dir / entry["path"], partial / entry["path"])
+                _link(os.path.join(out_dir, entry["path"]), os.path.join(partial, entry["path"]), made)
         own = [write_croissant(partial, config), write_dataset_card(partial, config)]
         _write_jsonl(partial / JOBS, jobs)
         info = header(out_dir, config, Path(workflow_dir), n_shards)
@@ -215,8 +221,13 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
             handle.write(json.dumps(row, sort_keys=True) + "\n")
 
 
-def _link(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _link(source: str | Path, target: str | Path, made: set | None = None) -> None:
+    """A hard link (a copy across file systems); `made`: folders known to exist already."""
+    folder = os.path.dirname(target)
+    if made is None or folder not in made:
+        os.makedirs(folder, exist_ok=True)
+        if made is not None:
+            made.add(folder)
     try:
         os.link(source, target)
     except OSError:
