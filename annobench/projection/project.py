@@ -134,6 +134,9 @@ def print_projection(projection: Projection, out=sys.stdout) -> None:
     print(f"  {len(p.jobs)} jobs; lower bound (all work spread over the cores): {p.lower_bound_hours:.2f} h, "
           f"{p.shard_hours:.2f} h of it in the per-shard jobs; cores busy {100 * s.utilisation(p.cores):.0f} % of "
           "the makespan", file=out)
+    longest = max(p.jobs.values(), key=lambda job: (job.seconds, job.name))
+    print(f"  makespan {p.hours / p.lower_bound_hours:.2f}x the lower bound; longest job {longest.name} "
+          f"{longest.seconds / 60:.1f} min, {100 * longest.seconds / 3600 / p.hours:.1f} % of the makespan", file=out)
     print("  critical path (start - end in h; shard jobs of one rule in a row shown together):", file=out)
     for rule, names in path_runs(s.critical_path, p.jobs):
         first, last = names[0], names[-1]
