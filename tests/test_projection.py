@@ -140,7 +140,7 @@ def test_bench_prints_both_shapes_and_the_critical_path_from_records(demo_build,
     assert all(float(end) <= float(next_start) + 1e-3 for (_, end, _), (next_start, _, _) in zip(steps, steps[1:]))
     # The makespan against the work-over-cores bound, and the longest single job's share of it.
     ratios = [float(r) for r in re.findall(r"makespan ([\d.]+)x the lower bound; longest job \S+ [\d.]+ min, "
-                                           r"[\d.]+ % of the makespan", done.stdout)]
+                                           r"[\d.]+ % of the makespan; on the critical path \S+ [\d.]+ min, [\d.]+ %", done.stdout)]
     assert len(ratios) == 2 and all(r >= 0.99 for r in ratios)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -135,8 +135,11 @@ def print_projection(projection: Projection, out=sys.stdout) -> None:
           f"{p.shard_hours:.2f} h of it in the per-shard jobs; cores busy {100 * s.utilisation(p.cores):.0f} % of "
           "the makespan", file=out)
     longest = max(p.jobs.values(), key=lambda job: (job.seconds, job.name))
+    on_path = max((p.jobs[n] for n in s.critical_path), key=lambda job: (job.seconds, job.name))
     print(f"  makespan {p.hours / p.lower_bound_hours:.2f}x the lower bound; longest job {longest.name} "
-          f"{longest.seconds / 60:.1f} min, {100 * longest.seconds / 3600 / p.hours:.1f} % of the makespan", file=out)
+          f"{longest.seconds / 60:.1f} min, {100 * longest.seconds / 3600 / p.hours:.1f} % of the makespan; "
+          f"on the critical path {on_path.name} {on_path.seconds / 60:.1f} min, "
+          f"{100 * on_path.seconds / 3600 / p.hours:.1f} %", file=out)
     print("  critical path (start - end in h; shard jobs of one rule in a row shown together):", file=out)
     for rule, names in path_runs(s.critical_path, p.jobs):
         first, last = names[0], names[-1]
