@@ -72,6 +72,10 @@ def test_two_build_sizes_split_a_rules_work_into_fixed_and_rate():
     flat = merged([RuleCost("x", "queries", 0.5, 0.0, units=128, work=5.2, build="s"),
                    RuleCost("x", "queries", 0.6, 0.0, units=1566, work=5.1, build="l")])
     assert flat.rate == 0 and flat.fixed == pytest.approx(0.6 + 5.2)
+    # Builds whose jobs had other settings (one bag-of-words kind instead of four) are not fitted
+    # with the largest: a unit's work differs.
+    other = RuleCost("browse", "images", 1.0, 0.0, units=100, work=0.5, build="s", settings="one kind")
+    assert merged([other, large]) is large
 
 
 def test_shape_sizes_scale_the_2014_benchmark_with_the_images():

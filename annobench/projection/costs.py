@@ -30,6 +30,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from annobench.core import layout
+from annobench.core.fingerprint import params_hash
 from annobench.core.provenance import read_job_records
 from annobench.core.tables import image_ids
 from annobench.visual.stage import FEATURES
@@ -85,6 +86,7 @@ class RuleCost:
     build: str = ""
     work: float = 0.0  # core-seconds of work (start-up aside), summed over its jobs
     jobs: int = 1
+    settings: str | None = None  # hash of the jobs' `settings` param: the work a unit costs depends on it
 
     def seconds(self, units: float, n_images: int, threads: int = 1) -> float:
         return self.fixed + (self.rate * units + self.per_image * n_images) / max(1, threads)
@@ -134,8 +136,11 @@ def merged(costs: list[RuleCost]) -> RuleCost:
     (size, work) splits the work into a fixed part and a rate (one size cannot tell them
     apart: all its work counts as rate, an upper bound at larger sizes); else the largest build.
     Work that does not grow from the smaller size to the larger (the Meteor JVM's start-up
-    dominating) is all fixed: the most a job took in any build."""
+    dominating) is all fixed: the most a job took in any build. Only builds whose jobs had the
+    largest's settings are fitted together: a unit's work depends on them (four bag-of-words kinds
+    of 4,096 words a shard, or one of 1,000)."""
     largest = max(costs, key=lambda c: c.units)
+    costs = [c for c in costs if c.settings == largest.settings]
     points = [(c.units / c.jobs, c.work / c.jobs) for c in costs if c.driver not in ("fixed", "pair_dims")]
     if len({round(u, 9) for u, _ in points}) < 2:
         return largest
@@ -232,7 +237,7 @@ class BuildSizes:
             rule, units, read = self.costed(record)
             jobs.append({"rule": rule, "wildcards": record["wildcards"], "units": units, "read": read,
                          "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
-                         "wall": wall})
+                         "wall": wall, "settings": params_hash(record["params"].get("settings"))})
         for rule, output in RECORDLESS.items():
             wall = walls.get(f"{self.config['output']}/{output}")
             if wall is not None:  # its work is its wall time (no CPU measured), each image
@@ -317,7 +322,9 @@ def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[
         fixed = statistics.fmean(j["startup"] for j in group) + slowdown.overhead
         work = sum(job_work(j, slowdown) for j in group)
         units = sum(j["units"] for j in group)
-        cost = RuleCost(rule, driver, fixed, 0.0, units=units, build=str(build.workdir), work=work, jobs=len(group))
+        settings = {j.get("settings") for j in group}
+        cost = RuleCost(rule, driver, fixed, 0.0, units=units, build=str(build.workdir), work=work, jobs=len(group),
+                        settings=settings.pop() if len(settings) == 1 else "mixed")
         if driver == "pair_dims":  # products at the timed rate; the rest is reading, per image
             cost.rate = NEIGHBOUR_RATE
             cost.per_image = max(0.0, work - NEIGHBOUR_RATE * units) / max(1, sum(j["read"] for j in group))
