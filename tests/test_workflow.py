@@ -246,3 +246,18 @@ def test_lint_is_clean():
     result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations, your workflow is in a good condition" in result.stdout + result.stderr
+
+
+def test_each_baseline_run_is_a_job_of_its_own(tmp_path):
+    """Issue 29: the runs are independent, and one job for all of them sat last on the 2016
+    critical path; each run's job is planned apart (its files, its feature's neighbours)."""
+    from annobench.benchmark.stage import baseline_runs
+    from annobench.core.config import deep_merge, load_config
+
+    settings = {"output": "out", **demo_sections(REPO / "demo"), "features": {"bow": {"words": 50, "iterations": 10}}}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    runs = baseline_runs(deep_merge(load_config(), settings), has_text=True)
+    assert {"random", "knn_gist", "cooccurrence_gist"} <= set(runs)
+    jobs = planned_jobs(tmp_path, config)
+    assert jobs["baseline"] == len(runs) and "baselines" not in jobs
