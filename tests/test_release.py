@@ -284,3 +284,27 @@ def test_a_record_left_by_a_renamed_rule_does_not_claim_files_written_since(demo
         assert "baselines" not in {job["job"] for job in jobs}
     # Nor does the crate mention it: it is no longer a record of this build.
     assert current_records([*records, stale]) == records
+
+
+def test_the_build_audit_ignores_a_record_whose_files_a_later_job_rewrote(tmp_path):
+    """A resumed build's stale record (a renamed rule's) names bytes since rewritten: not a problem."""
+    import hashlib
+
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    (out / "provenance" / "jobs").mkdir(parents=True)
+    run = out / "runs" / "knn_gist.txt"
+    run.write_bytes(b"new bytes\n")
+
+    def record(rule, wildcards, finished, content):
+        output = {"path": "runs/knn_gist.txt", "sha256": hashlib.sha256(content).hexdigest(), "size": len(content)}
+        return {"rule": rule, "wildcards": wildcards, "finished": finished, "outputs": [output]}
+
+    records = {"baselines": record("baselines", {}, "2026-01-01T00:00:00+00:00", b"old bytes, longer\n"),
+               "baseline-knn_gist": record("baseline", {"run": "knn_gist"}, "2026-02-01T00:00:00+00:00",
+                                           b"new bytes\n")}
+    for name, content in records.items():
+        (out / "provenance" / "jobs" / f"{name}.json").write_text(json.dumps(content))
+    assert audit_build(out) == ([], 1)
+    run.write_bytes(b"tampered\n")
+    assert [p.kind for p in audit_build(out)[0]] == ["differs"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from annobench.core.jobs import Job
 from annobench.core.provenance import RECORDS, sha256_file
-from annobench.release.assemble import HEADER, JOBS, MANIFEST, RELEASE_RULE, _link, job_name, load_records
+from annobench.release.assemble import HEADER, JOBS, MANIFEST, RELEASE_RULE, _link, current_records, job_name, load_records
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ def audit_build(out_dir: Path | str, jobs: int = 1) -> tuple[list[Problem], int]
     """Every file a job record says its job wrote: still there, with the bytes recorded?
     Returns the problems and the number of files checked."""
     out_dir, problems, checked = Path(out_dir), [], 0
-    records = load_records(out_dir)
+    records = current_records(load_records(out_dir))  # not those of jobs whose files were rewritten since
     outputs = [output for record in records for output in record["outputs"]]
     digests = file_digests([out_dir / o["path"] for o in outputs if _worth_hashing(out_dir, o)], jobs)
     for record in records:
