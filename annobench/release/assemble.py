@@ -54,15 +54,21 @@ def load_records(out_dir: Path) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out_dir / RECORDS).glob("*.json"))]
 
 
-def current_records(records: list[dict]) -> list[dict]:
-    """The records less those superseded: every output of theirs rewritten by a job that finished
-    later (a build resumed after rules were renamed or split keeps the old records)."""
-    last_writer = {}
+def last_writers(records: list[dict]) -> dict[str, tuple[dict, dict]]:
+    """Each output path -> (record, output) of the job that wrote it last: a build resumed after
+    rules were renamed or split keeps the old records, which claim the files too but finished
+    before."""
+    made_by = {}
     for record in sorted(records, key=lambda r: (r["finished"], job_name(r))):
         for output in record["outputs"]:
-            last_writer[output["path"]] = job_name(record)
-    return [r for r in records
-            if not r["outputs"] or any(last_writer[o["path"]] == job_name(r) for o in r["outputs"])]
+            made_by[output["path"]] = (record, output)
+    return made_by
+
+
+def current_records(records: list[dict]) -> list[dict]:
+    """The records less those superseded: every output of theirs rewritten by a later job."""
+    made_by = last_writers(records)
+    return [r for r in records if not r["outputs"] or any(made_by[o["path"]][0] is r for o in r["outputs"])]
 
 
 def released_files(out_dir: Path) -> list[str]:
@@ -80,12 +86,7 @@ def released_files(out_dir: Path) -> list[str]:
 
 def manifest_entries(out_dir: Path, records: list[dict]) -> tuple[list[dict], list[dict]]:
     """Released files and the intermediate files behind them, and the jobs that made them."""
-    made_by = {}
-    # A file is the last writer's: a record left by a rule since renamed or split (a build
-    # resumed after an upgrade) may claim it too, but finished before.
-    for record in sorted(records, key=lambda r: (r["finished"], job_name(r))):
-        for output in record["outputs"]:
-            made_by[output["path"]] = (record, output)
+    made_by = last_writers(records)
     released_set = set(released_files(out_dir))
     files, jobs, todo, seen = [], {}, sorted(released_set), set()
     while todo:

@@ -19,7 +19,16 @@ from pathlib import Path
 
 from annobench.core.jobs import Job
 from annobench.core.provenance import RECORDS, sha256_file
-from annobench.release.assemble import HEADER, JOBS, MANIFEST, RELEASE_RULE, _link, current_records, job_name, load_records
+from annobench.release.assemble import (
+    HEADER,
+    JOBS,
+    MANIFEST,
+    RELEASE_RULE,
+    _link,
+    current_records,
+    job_name,
+    load_records,
+)
 
 
 @dataclass(frozen=True)
