@@ -147,12 +147,12 @@ def merged(costs: list[RuleCost]) -> RuleCost:
     mean_u, mean_w = statistics.fmean(u for u, _ in points), statistics.fmean(w for _, w in points)
     slope = (sum((u - mean_u) * (w - mean_w) for u, w in points) / sum((u - mean_u) ** 2 for u, _ in points))
     if slope <= 0:
-        return RuleCost(largest.rule, largest.driver, largest.fixed + max(w for _, w in points), 0.0,
-                        units=largest.units, build=" + ".join(sorted({c.build for c in costs})), work=largest.work,
-                        jobs=largest.jobs)
-    intercept = max(0.0, mean_w - slope * mean_u)
-    return RuleCost(largest.rule, largest.driver, largest.fixed + intercept, slope, units=largest.units,
-                    build=" + ".join(sorted({c.build for c in costs})), work=largest.work, jobs=largest.jobs)
+        fixed, slope = max(w for _, w in points), 0.0
+    else:
+        fixed = max(0.0, mean_w - slope * mean_u)
+    return RuleCost(largest.rule, largest.driver, largest.fixed + fixed, slope, units=largest.units,
+                    build=" + ".join(sorted({c.build for c in costs})), work=largest.work, jobs=largest.jobs,
+                    settings=largest.settings)
 
 
 class BuildSizes:
