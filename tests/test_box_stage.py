@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -32,9 +35,19 @@ def test_transfer_boxes_gives_transfer_box_on_every_box():
     high = np.minimum(low + rng.integers(0, sources), sources)  # up to the width: VOC's pixels from 1
     boxes = np.column_stack([low, high])
     moved = transfer_boxes(boxes, sources, targets)
-    expected = [transfer_box(tuple(b), tuple(s), tuple(t)) for b, s, t in zip(boxes.tolist(), sources.tolist(),
-                                                                               targets.tolist())]
-    assert moved.tolist() == [list(e) for e in expected]
+
+    def by_the_rule(box, source, target):  # transfer_box's docstring, in exact fractions
+        corners = []
+        for low, high, before, after in ((box[0], box[2], source[0], target[0]),
+                                         (box[1], box[3], source[1], target[1])):
+            first = math.floor(Fraction(low * after, before))
+            last = math.ceil(Fraction((high + 1) * after, before)) - 1
+            corners.append((first, min(max(last, first), after)))
+        (xmin, xmax), (ymin, ymax) = corners
+        return [xmin, ymin, xmax, ymax]
+
+    assert moved.tolist() == [by_the_rule(b, s, t) for b, s, t in zip(boxes.tolist(), sources.tolist(),
+                                                                        targets.tolist())]
 
 
 def test_whole_image_run_boxes_each_decided_concept_with_its_score():

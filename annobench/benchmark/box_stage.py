@@ -203,18 +203,12 @@ def transfer_box(box: tuple[int, int, int, int], source: tuple[int, int], target
     box, in exact integer arithmetic; the far side is kept within the target
     as box truth is (at most its width, as VOC's pixels from 1 allow).
     """
-    corners = []
-    for low, high, before, after in ((box[0], box[2], source[0], target[0]), (box[1], box[3], source[1], target[1])):
-        first = low * after // before
-        last = -(-(high + 1) * after // before) - 1
-        corners.append((first, min(max(last, first), after)))
-    (xmin, xmax), (ymin, ymax) = corners
-    return xmin, ymin, xmax, ymax
+    return tuple(int(v) for v in transfer_boxes([box], [source], [target])[0])
 
 
 def transfer_boxes(boxes: np.ndarray, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """transfer_box on many boxes at once: boxes (n, 4) xmin, ymin, xmax, ymax; sources and
-    targets (n, 2) width, height. The same integers, in int64 arithmetic."""
+    """transfer_box on many boxes at once, in exact int64 arithmetic: boxes (n, 4) xmin, ymin,
+    xmax, ymax; sources and targets (n, 2) width, height."""
     boxes, sources, targets = (np.asarray(a, dtype=np.int64) for a in (boxes, sources, targets))
     moved = np.empty_like(boxes)
     for axis in (0, 1):
@@ -252,7 +246,7 @@ def knn_transfer_run(test_ids: list[str], neighbours: list[list[str]], truth: pd
     pair_of_row = np.repeat(np.arange(len(repeats)), repeats)
     offsets = np.arange(len(pair_of_row)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
     box_rows = np.asarray(pair_first, dtype=np.int64)[pair_of_row] + offsets
-    corners = ordered[["xmin", "ymin", "xmax", "ymax"]].to_numpy(dtype=np.int64)[box_rows].reshape(-1, 4)
+    corners = ordered[["xmin", "ymin", "xmax", "ymax"]].to_numpy(dtype=np.int64)[box_rows]
     source_sizes = np.array([sizes[i] for i in pair_source], dtype=np.int64).reshape(-1, 2)[pair_of_row]
     target_sizes = np.array([sizes[i] for i in pair_test], dtype=np.int64).reshape(-1, 2)[pair_of_row]
     moved = transfer_boxes(corners, source_sizes, target_sizes).astype(np.int32)
@@ -372,7 +366,7 @@ def boxes_job(job: Job) -> list[dict]:
 
 def box_baseline_job(job: Job) -> None:
     """Rule box_baseline: one box baseline run (the `run` wildcard), written and evaluated."""
-    build_box_baseline(job.wildcards["run"], job.params["run"], job.config["benchmark"], job.inputs, job.outputs,
+    build_box_baseline(job.wildcards["run"], job.params["run"], job.params["settings"], job.inputs, job.outputs,
                        job.log)
 
 
