@@ -13,8 +13,7 @@ BASELINES = benchmark_stage.baseline_runs(config, has_text=bool(TEXT_PLAN)) if B
 NEIGHBOURS = benchmark_stage.neighbours_needed(config, BASELINES) if BENCHMARK_ON else {}
 
 if BENCHMARK_ON:
-    _built = set(GLOBAL_FEATURES) | {f"bow_{kind}" for kind in BOW_KINDS}
-    _missing = sorted(set(NEIGHBOURS) - _built)
+    _missing = sorted(set(NEIGHBOURS) - set(FEATURE_TABLES))
     if _missing:
         raise WorkflowError(f"benchmark.features / benchmark.overlap.feature name features this build does not "
                             f"make: {', '.join(_missing)} (see features.bow.kinds)")
@@ -141,7 +140,7 @@ if BASELINES:
         log:
             out("logs/baseline/{run}.log"),
         params:
-            run=baseline_spec,
+            run=run_spec(BASELINES),
             settings=benchmark_stage.baseline_job_settings(config),
             code=script_code("baseline.py", "annobench.benchmark.baselines", "annobench.benchmark.measures"),
         threads: 1

@@ -4,6 +4,8 @@
 BOW = config["features"]["bow"]
 DSIFT = config["features"]["dsift"]
 BOW_KINDS = BOW["kinds"]
+# Every feature table a shard gets: the global features and the bags of words.
+FEATURE_TABLES = [*GLOBAL_FEATURES, *(f"bow_{kind}" for kind in BOW_KINDS)]
 SAMPLING = {
     "seed": BOW["seed"],
     **sampling_plan(BOW["sample_descriptors"], BOW["sample_images"], INVENTORY.n_images),

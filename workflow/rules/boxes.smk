@@ -42,7 +42,7 @@ if BOX_RUNS:
         log:
             out("logs/box_baseline/{run}.log"),
         params:
-            run=box_baseline_spec,
+            run=run_spec(BOX_RUNS),
             settings={"knn": BENCHMARK["knn"]},
             code=script_code("box_baseline.py"),
         resources:

@@ -32,6 +32,8 @@ if CAPTION_RUNS:
     # A job per feature: its nearest and consensus runs share the feature's neighbours and the
     # references' n-gram space; all features in one job took 10 min at the 2016 shape, on the
     # critical path before Meteor.
+    CAPTION_KINDS = sorted({r["kind"] for r in CAPTION_RUNS.values()})
+
     rule caption_baselines:
         wildcard_constraints:
             feature=one_of({r["feature"] for r in CAPTION_RUNS.values()}),
@@ -40,13 +42,12 @@ if CAPTION_RUNS:
             splits=BENCHMARK_TABLES["splits"],
             neighbours=out("work/neighbours/{feature}.parquet"),
         output:
-            **{f"{kind}_{what}": out(f"runs/caption_{kind}_{{feature}}.{ext}")
-               for kind in sorted({r["kind"] for r in CAPTION_RUNS.values()})
-               for what, ext in (("run", "parquet"), ("run_text", "csv"))},
+            **{f"{kind}_{what}": out(f"runs/{caption_stage.caption_run_name(kind, '{feature}')}.{ext}")
+               for kind in CAPTION_KINDS for what, ext in (("run", "parquet"), ("run_text", "csv"))},
         log:
             out("logs/caption_baselines/{feature}.log"),
         params:
-            kinds=sorted({r["kind"] for r in CAPTION_RUNS.values()}),
+            kinds=CAPTION_KINDS,
             settings={"neighbours": BENCHMARK["captions"]["neighbours"]},
             code=script_code("caption_baselines.py"),
         resources:

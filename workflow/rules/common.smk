@@ -120,9 +120,10 @@ def baseline_inputs(wildcards):
     return files
 
 
-def baseline_spec(wildcards):
-    """A baseline run's kind and feature (a job's params: only its own run's settings)."""
-    return BASELINES[wildcards.run]
+def run_spec(runs):
+    """Params function: the `run` wildcard's kind and feature in `runs` (only its own run's
+    settings, so another run's change reruns nothing here)."""
+    return lambda wildcards: runs[wildcards.run]
 
 
 def baseline_files(run):
@@ -151,11 +152,6 @@ def box_baseline_inputs(wildcards):
     return files
 
 
-def box_baseline_spec(wildcards):
-    """A box run's kind and feature."""
-    return BOX_RUNS[wildcards.run]
-
-
 def selection_files(name):
     """A selection baseline's evaluation, and its run unless it is the human upper bound."""
     files = {"evaluation": out(f"evaluations/selection_{name}.json")}
@@ -175,9 +171,8 @@ BROWSE_PARTS = ["images", "overlays"] if config["input"]["segmentations"] else [
 
 
 def browse_norms_inputs(wildcards):
-    """A shard's feature tables: the global features and the bags of words."""
-    names = [*GLOBAL_FEATURES, *(f"bow_{kind}" for kind in BOW_KINDS)]
-    return [out(layout.table_file(name, wildcards.shard)) for name in names]
+    """A shard's feature tables."""
+    return [out(layout.table_file(name, wildcards.shard)) for name in FEATURE_TABLES]
 
 
 def browse_shard_inputs(wildcards):

@@ -76,8 +76,12 @@ def caption_runs(config: dict) -> dict[str, dict]:
     if not captions_enabled(config):
         return {}
     settings = config["benchmark"]
-    return {f"caption_{kind}_{feature}": {"kind": kind, "feature": feature}
+    return {caption_run_name(kind, feature): {"kind": kind, "feature": feature}
             for kind in settings["captions"]["baselines"] for feature in settings["features"]}
+
+
+def caption_run_name(kind: str, feature: str) -> str:
+    return f"caption_{kind}_{feature}"
 
 
 def references_job_settings(config: dict) -> dict:
@@ -177,7 +181,7 @@ def caption_baselines_job(job: Job) -> None:
     space = NgramSpace(texts) if "consensus" in kinds else None
     lists = neighbour_lists(job.input("neighbours"))
     for kind in kinds:
-        name = f"caption_{kind}_{feature}"
+        name = caption_run_name(kind, feature)
         run = (consensus_captions(lists, texts, depth, space) if kind == "consensus"
                else nearest_captions(lists, texts, depth))
         write_table(run_table(run), job.output(f"{kind}_run"), "caption_run",
