@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from annobench.core.tables import field as column, rows_to_table
+from annobench.core.tables import field as column
 from annobench.release.browser.source import Catalogue, Log, Source, read_file
 
 # Caps on what one page lists, so no HTML file grows with the collection.
@@ -133,20 +133,30 @@ NORMS_SCHEMA = pa.schema([
 def shard_norms(feature_files: list[Path]) -> pa.Table:
     """The feature norms of one shard's feature files (rule browse_norms), read by the index job
     in place of the vectors: at 510,123 images the vectors are gigabytes, the norms megabytes."""
-    rows = []
-    for path in map(Path, feature_files):
-        norms, dim = vector_norms(path)
-        rows.append({"feature": path.parent.name, "file": path.name, "dim": dim, "norms": norms.tolist()})
-    return rows_to_table(rows, NORMS_SCHEMA)
+    files, norms, dims = [Path(f) for f in feature_files], [], []
+    for path in files:
+        values, dim = vector_norms(path)
+        norms.append(values)
+        dims.append(dim)
+    lengths = np.array([0, *map(len, norms)], dtype=np.int32)
+    values = pa.ListArray.from_arrays(pa.array(np.cumsum(lengths), pa.int32()),
+                                      pa.array(np.concatenate([np.zeros(0), *norms]), pa.float64()))
+    return pa.Table.from_arrays([pa.array([f.parent.name for f in files], pa.string()),
+                                 pa.array([f.name for f in files], pa.string()), pa.array(dims, pa.int32()),
+                                 values], schema=NORMS_SCHEMA)
 
 
 def read_shard_norms(norm_files: list[Path]) -> dict[tuple[str, str], tuple[np.ndarray, int]]:
     """(feature, file name) -> (norms, dim) from browse_norms' tables."""
     found = {}
     for path in norm_files:
-        table = pq.read_table(path).to_pydict()
-        for feature, name, dim, norms in zip(table["feature"], table["file"], table["dim"], table["norms"]):
-            found[(feature, name)] = (np.asarray(norms, dtype=np.float64), dim)
+        table = pq.read_table(path)
+        norms = table.column("norms").combine_chunks()
+        flat, offsets = norms.values.to_numpy(), norms.offsets.to_numpy()  # offsets index values
+        rows = zip(table.column("feature").to_pylist(), table.column("file").to_pylist(),
+                   table.column("dim").to_pylist())
+        for k, (feature, name, dim) in enumerate(rows):
+            found[(feature, name)] = (flat[offsets[k]:offsets[k + 1]], dim)
     return found
 
 

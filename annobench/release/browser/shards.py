@@ -129,10 +129,11 @@ def build_browser_by_shard(source_dir: Path, browse_dir: Path, settings: dict, w
     plan = Path(work_dir) / "plan.json"
     prepare_browser(source_dir, prepared, plan, settings, log)
     norm_files = []
+    feature_shards = [files for files in map(source.shard_files, source.features()) if files]
     for shard in shards:
-        features = [files[shard] for files in map(source.shard_files, source.features()) if files and shard in files]
         norm_files.append(Path(work_dir) / "norms" / f"{shard_name(shard)}.parquet")
-        write_table(shard_norms(features), norm_files[-1], "browse_norms", params={})
+        write_table(shard_norms([files[shard] for files in feature_shards if shard in files]), norm_files[-1],
+                    "browse_norms", params={})
     Path(browse_dir).mkdir(parents=True, exist_ok=False)
     files = build_index_site(source_dir, browse_dir, settings, log, norm_files)
     for shard in shards:
