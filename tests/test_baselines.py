@@ -30,6 +30,7 @@ from annobench.benchmark.baselines import (
     text_terms_matrix,
     trivial_run,
 )
+from annobench.benchmark import neighbours
 from annobench.benchmark.neighbours import NeighbourError, nearest_in_tables, nearest_neighbours, vector_blocks
 from annobench.core.tables import vector_column, write_table
 from conftest import REAL, SCENE_FEATURES, read_scene, require_shared
@@ -116,6 +117,38 @@ def test_too_few_reference_rows_or_wrong_dimension_is_refused():
         nearest_neighbours(x_test[:3], [x_train[:10, :100]], 5)
     with pytest.raises(NeighbourError, match="NaN"):
         nearest_neighbours(np.full((1, SCENE_FEATURES), np.nan), [x_train], 5)
+
+
+def test_vectors_too_long_for_a_float32_product_are_refused():
+    x_train, _, x_test, _ = scene()
+    huge = np.full((1, SCENE_FEATURES), 3e18, dtype=np.float32)  # squares overflow float32 once summed
+    with pytest.raises(NeighbourError, match="queries holds a vector too long"):
+        nearest_neighbours(huge, [x_train], 5)
+    with pytest.raises(NeighbourError, match="reference block 1 holds a vector too long"):
+        nearest_neighbours(x_test[:3], [x_train, huge], 5)
+
+
+def test_entry_limits_admit_every_row_within_the_distance():
+    # Far from the origin (a large common part, as in histograms) the float32 product errs most
+    # against the distances; every row whose exact squared distance is at most T must still
+    # have an approximate value within the limit for T, or the search could drop it.
+    x_train, _, x_test, _ = scene()
+    rng = np.random.default_rng(7)
+    for shift in (0.0, 30.0, 1e3):
+        queries = (x_test[:200] + shift).astype(np.float32)
+        reference = (x_train[:600] + shift + rng.normal(0, 1e-3, (600, SCENE_FEATURES))).astype(np.float32)
+        prepared = neighbours._prepared_queries(queries)
+        part = neighbours._prepared_slice(reference, 0, "reference")
+        approx = -2 * (queries @ reference.T) + part.squared_norms.astype(np.float32)[None, :]
+        exact = ((queries[:, None, :].astype(np.float64) - reference[None, :, :]) ** 2).sum(axis=-1)
+        for within in (exact, np.nextafter(exact, 0)):  # rows exactly at T, and just beyond it
+            limits = neighbours._entry_limits(prepared, part, within)  # one limit per (query, row)
+            assert limits.dtype == np.float32 and (approx <= limits).all()
+        # and the limit is the bound's width above the row, not arbitrarily loose
+        slack = limits.astype(np.float64) - (exact - prepared.squared_norms[:, None])
+        bound = neighbours.product_error_bound(SCENE_FEATURES, np.sqrt(prepared.squared_norms),
+                                               float(np.sqrt(part.squared_norms.max())))
+        assert (slack <= 1.01 * bound[:, None] + 1e-6 * np.abs(exact)).all()
 
 
 def test_vector_blocks_read_back_what_tables_wrote(tmp_path):

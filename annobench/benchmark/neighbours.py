@@ -13,7 +13,9 @@ How a block is searched, and why the answer is exact:
 1. Squared distances ||q||^2 - 2 q.r + ||r||^2 with one float32 matrix
    product per (query block, reference slice). float32 halves the memory of
    the blocks and doubles BLAS throughput at 5,000-d compared with float64;
-   its rounding only decides which rows are *candidates*.
+   its rounding only decides which rows are *candidates*. ||q||^2, the same
+   for every row of a query, moves to that query's limit, so the product is
+   compared with one float32 limit a query.
 2. Candidates: the `k + margin` smallest approximate distances of each query
    in the slice (np.argpartition), plus every other row whose approximate
    distance is within a rigorous float32 error bound of the current k-th best
@@ -25,7 +27,8 @@ How a block is searched, and why the answer is exact:
    within the bound of the current k-th best can enter.
 3. Exact distances of the candidates are recomputed in float64 from the
    float32 vectors as sum((q - r)^2), one row at a time in a fixed order, and
-   merged with the running best k of each query by (distance, global index).
+   merged with the running best k of each query by (distance, global index);
+   in the sweep only the candidates that beat the k-th best are merged.
 
 So the result is the k smallest exact distances, ties broken by the lower
 index, and it does not depend on the block sizes, the chunking of the
@@ -40,7 +43,7 @@ union are the k smallest overall, indices ordered block by block.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +64,10 @@ EXACT_CHUNK_VALUES = 2**18
 DEFAULT_BATCH_ROWS = 4096
 
 FLOAT32_UNIT_ROUNDOFF = 2.0**-24
+# Relative slack for the float64 sums that form an entry limit (a few roundings of 2^-53 each).
+FLOAT64_SLACK = 2.0**-50
+# Squared norms up to float32's largest value / 16 keep every term of -2 q.r + ||r||^2 finite.
+LARGEST_SQUARED_NORM = float(np.finfo(np.float32).max) / 16
 NO_INDEX = np.iinfo(np.int64).max
 
 
@@ -114,7 +121,7 @@ def nearest_squared(
     n, dimension = queries.shape
     best_index = np.full((n, k), NO_INDEX, dtype=np.int64)
     best_sq = np.full((n, k), np.inf)
-    query_sq = _finite_norms(queries, "queries")
+    prepared = _prepared_queries(queries)
     offset = 0
     for number, block in enumerate(reference_blocks):
         block = _as_matrix(block, f"reference block {number}")
@@ -122,13 +129,12 @@ def nearest_squared(
             raise NeighbourError(
                 f"reference block {number} has {block.shape[1]} columns, the queries {dimension}")
         for start in range(0, len(block), reference_block):
-            reference = block[start:start + reference_block]
-            reference_sq = _finite_norms(reference, f"reference block {number}")
+            part = _prepared_slice(block[start:start + reference_block], offset + start,
+                                   f"reference block {number}")
             for q0 in range(0, n, query_block):
                 rows = slice(q0, q0 + query_block)
                 best_index[rows], best_sq[rows] = _search_slice(
-                    queries[rows], query_sq[rows], reference, reference_sq, offset + start,
-                    best_index[rows], best_sq[rows], k + margin)
+                    prepared.rows(rows), part, best_index[rows], best_sq[rows], k + margin)
         offset += len(block)
     if offset < k:
         raise NeighbourError(f"the reference has {offset} rows, fewer than k = {k}")
@@ -141,10 +147,11 @@ def product_error_bound(dimension: int, query_norms: np.ndarray, max_reference_n
     A d-term float32 dot product errs by at most gamma_d * sum|q_i r_i| <=
     gamma_d ||q|| ||r|| (gamma_d = d u / (1 - d u), u = 2^-24, whatever the
     summation order or blocking), so the term -2 q.r by 2 gamma_d ||q|| ||r||
-    (the scaling by -2 is exact); the two squared norms rounded to float32
-    and the two float32 additions combining the terms, each at most (1 +
-    gamma_d) (||q|| + ||r||)^2 in size, add at most 3u (1 + gamma_d)(1 + u)
-    (||q|| + ||r||)^2 (4u (1 + gamma_d) taken), and the float64 "exact" value
+    (the scaling by -2 is exact); ||r||^2 rounded to float32 and the float32
+    addition to the product, each at most (1 + gamma_d) (||q|| + ||r||)^2 in
+    size, add at most 2u (1 + gamma_d)(1 + u) (||q|| + ||r||)^2 (4u (1 +
+    gamma_d) taken, room for ||q||^2 as well, which _entry_limits subtracts
+    in float64 instead), and the float64 "exact" value
     is within (d + 2) 2^-53 of its own sum (covered by one more u). Before
     issue 29 the first term was gamma_d (||q|| + ||r||)^2, twice as wide for
     vectors of one norm, so twice the candidates on near duplicates.
@@ -179,56 +186,122 @@ def _squared_norms(values: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", values, values, dtype=np.float64)
 
 
-def _search_slice(queries, query_sq, reference, reference_sq, first_index, best_index, best_sq, width):
+class _Queries(NamedTuple):
+    """Query vectors (float32) and their squared norms."""
+
+    vectors: np.ndarray
+    squared_norms: np.ndarray
+
+    def rows(self, rows: slice) -> "_Queries":
+        return _Queries(self.vectors[rows], self.squared_norms[rows])
+
+
+class _Slice(NamedTuple):
+    """Reference rows: the vectors, their squared norms and the global index of the first."""
+
+    vectors: np.ndarray
+    squared_norms: np.ndarray
+    first_index: int
+
+
+def _prepared_queries(queries: np.ndarray) -> _Queries:
+    return _Queries(queries, _product_safe_norms(queries, "queries"))
+
+
+def _prepared_slice(reference: np.ndarray, first_index: int, what: str) -> _Slice:
+    return _Slice(reference, _product_safe_norms(reference, what), first_index)
+
+
+def _product_safe_norms(vectors: np.ndarray, what: str) -> np.ndarray:
+    """Squared norms; refuses vectors whose float32 product could overflow, which would hide
+    rows (an infinite approximate distance is never a candidate)."""
+    norms = _finite_norms(vectors, what)
+    if not norms.max(initial=0.0) < LARGEST_SQUARED_NORM:
+        raise NeighbourError(f"{what} holds a vector too long for a float32 distance (norm "
+                             f"{np.sqrt(norms.max()):.3g}, at most {np.sqrt(LARGEST_SQUARED_NORM):.3g})")
+    return norms
+
+
+def _entry_limits(queries: _Queries, part: _Slice, within: np.ndarray) -> np.ndarray:
+    """For each query, the largest approximate value (-2 q.r + ||r||^2 in float32: the
+    query's own norm is left out, it does not change which rows are nearest) that a row of
+    the slice may have and still be within `within` (a column of exact squared distances,
+    inf for any): `within` plus the error bound, less the query's norm, rounded up to
+    float32 so that the comparison runs on float32 values."""
+    finite = np.isfinite(within)
+    inside = np.where(finite, within, 0.0)
+    query_sq = queries.squared_norms[:, None]
+    bound = product_error_bound(part.vectors.shape[1], np.sqrt(query_sq), float(np.sqrt(part.squared_norms.max())))
+    limit = inside + bound - query_sq
+    limit += FLOAT64_SLACK * (inside + bound + query_sq)  # the roundings of these float64 sums
+    return _round_up_to_float32(np.where(finite, limit, np.inf))
+
+
+def _round_up_to_float32(values: np.ndarray) -> np.ndarray:
+    rounded = values.astype(np.float32)
+    below = rounded < values
+    rounded[below] = np.nextafter(rounded[below], np.float32(np.inf))
+    return rounded
+
+
+def _search_slice(queries: _Queries, part: _Slice, best_index, best_sq, width):
     """Merge one reference slice into the running best k of a query block."""
     k = best_index.shape[1]
-    approx = queries @ reference.T
+    approx = queries.vectors @ part.vectors.T
     approx *= -2.0
-    approx += reference_sq.astype(np.float32)[None, :]
-    approx += query_sq.astype(np.float32)[:, None]
-    tolerance = product_error_bound(
-        queries.shape[1], np.sqrt(query_sq), float(np.sqrt(reference_sq.max())))[:, None]
+    approx += part.squared_norms.astype(np.float32)[None, :]
     if np.isfinite(best_sq[:, -1]).all():
-        return _sweep_slice(queries, reference, approx, tolerance, first_index, best_index, best_sq)
+        return _sweep_slice(queries, part, approx, best_index, best_sq)
 
     # Step 2a: the `width` best approximate rows of each query, kept only if
     # they may still beat the current k-th best.
-    width = min(width, reference.shape[0])
-    if width < reference.shape[0]:
+    width = min(width, approx.shape[1])
+    if width < approx.shape[1]:
         top = np.argpartition(approx, width - 1, axis=1)[:, :width]
     else:
         top = np.broadcast_to(np.arange(width), approx.shape).copy()
     top_approx = np.take_along_axis(approx, top, axis=1)
-    hopeful = top_approx <= best_sq[:, -1:] + tolerance
+    hopeful = top_approx <= _entry_limits(queries, part, best_sq[:, -1:])
     top_sq = np.full(top.shape, np.inf)
     q_rows, positions = np.nonzero(hopeful)
-    top_sq[q_rows, positions] = _exact_sq(queries, reference, q_rows, top[q_rows, positions])
+    top_sq[q_rows, positions] = _exact_sq(queries.vectors, part.vectors, q_rows, top[q_rows, positions])
 
     # Step 2b: any other row within the error bound of the new k-th best.
     threshold = np.partition(np.concatenate([best_sq, top_sq], axis=1), k - 1, axis=1)[:, k - 1:k]
-    outside = approx <= threshold + tolerance
+    outside = approx <= _entry_limits(queries, part, threshold)
     np.put_along_axis(outside, top, False, axis=1)
     extra_q, extra_r = np.nonzero(outside)
-    extra_sq = _exact_sq(queries, reference, extra_q, extra_r)
+    extra_sq = _exact_sq(queries.vectors, part.vectors, extra_q, extra_r)
 
-    n_rows = len(queries)
+    n_rows = len(best_index)
     merged_q = np.concatenate([np.repeat(np.arange(n_rows), k + width), extra_q])
     merged_index = np.concatenate([
-        np.concatenate([best_index, top + first_index], axis=1).ravel(), extra_r + first_index])
+        np.concatenate([best_index, top + part.first_index], axis=1).ravel(), extra_r + part.first_index])
     merged_sq = np.concatenate([np.concatenate([best_sq, top_sq], axis=1).ravel(), extra_sq])
     return _k_smallest_per_row(merged_q, merged_index, merged_sq, n_rows, k)
 
 
-def _sweep_slice(queries, reference, approx, tolerance, first_index, best_index, best_sq):
+def _sweep_slice(queries: _Queries, part: _Slice, approx, best_index, best_sq):
     """Once every query has k neighbours, one pass: a row can only enter the best k if its exact
     distance is at most the current k-th best, so its approximate one is within the error bound
-    of it; no partial sort, and no candidate beyond those."""
+    of it; no partial sort. Of those candidates, only the ones whose exact (distance, index)
+    beats the k-th best are merged, and only into their own queries' lists."""
     k = best_index.shape[1]
-    q_rows, r_rows = np.nonzero(approx <= best_sq[:, -1:] + tolerance)
-    merged_q = np.concatenate([np.repeat(np.arange(len(queries)), k), q_rows])
-    merged_index = np.concatenate([best_index.ravel(), r_rows + first_index])
-    merged_sq = np.concatenate([best_sq.ravel(), _exact_sq(queries, reference, q_rows, r_rows)])
-    return _k_smallest_per_row(merged_q, merged_index, merged_sq, len(queries), k)
+    flat = np.flatnonzero(approx <= _entry_limits(queries, part, best_sq[:, -1:]))
+    q_rows, r_rows = np.divmod(flat, approx.shape[1])
+    exact = _exact_sq(queries.vectors, part.vectors, q_rows, r_rows)
+    index = r_rows + part.first_index
+    last_sq, last_index = best_sq[q_rows, -1], best_index[q_rows, -1]
+    enters = (exact < last_sq) | ((exact == last_sq) & (index < last_index))
+    if not enters.any():
+        return best_index, best_sq
+    q_rows, index, exact = q_rows[enters], index[enters], exact[enters]
+    changed, local = np.unique(q_rows, return_inverse=True)
+    merged_q = np.concatenate([np.repeat(np.arange(len(changed)), k), local])
+    merged_index = np.concatenate([best_index[changed].ravel(), index])
+    merged_sq = np.concatenate([best_sq[changed].ravel(), exact])
+    best_index[changed], best_sq[changed] = _k_smallest_per_row(merged_q, merged_index, merged_sq, len(changed), k)
+    return best_index, best_sq
 
 
 def _exact_sq(queries, reference, q_rows, r_rows) -> np.ndarray:
