@@ -139,15 +139,14 @@ def test_entry_limits_admit_every_row_within_the_distance():
         reference = (x_train[:600] + shift + rng.normal(0, 1e-3, (600, SCENE_FEATURES))).astype(np.float32)
         prepared = neighbours._prepared_queries(queries)
         part = neighbours._prepared_slice(reference, 0, "reference")
-        approx = -2 * (queries @ reference.T) + part.squared_norms.astype(np.float32)[None, :]
+        approx = neighbours.approximate_distances(prepared, part)
         exact = ((queries[:, None, :].astype(np.float64) - reference[None, :, :]) ** 2).sum(axis=-1)
         for within in (exact, np.nextafter(exact, 0)):  # rows exactly at T, and just beyond it
             limits = neighbours._entry_limits(prepared, part, within)  # one limit per (query, row)
             assert limits.dtype == np.float32 and (approx <= limits).all()
         # and the limit is the bound's width above the row, not arbitrarily loose
         slack = limits.astype(np.float64) - (exact - prepared.squared_norms[:, None])
-        bound = neighbours.product_error_bound(SCENE_FEATURES, np.sqrt(prepared.squared_norms),
-                                               float(np.sqrt(part.squared_norms.max())))
+        bound = neighbours.product_error_bound(SCENE_FEATURES, np.sqrt(prepared.squared_norms), part.max_norm)
         assert (slack <= 1.01 * bound[:, None] + 1e-6 * np.abs(exact)).all()
 
 

@@ -173,15 +173,6 @@ def _as_matrix(values: np.ndarray, what: str) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.float32)
 
 
-def _finite_norms(values: np.ndarray, what: str) -> np.ndarray:
-    """Squared norms in float64, which are finite exactly when every float32 value is (their
-    squares cannot overflow float64): the check costs no pass of its own over the vectors."""
-    norms = _squared_norms(values)
-    if not np.isfinite(norms).all():
-        raise NeighbourError(f"{what} holds NaN or infinite values")
-    return norms
-
-
 def _squared_norms(values: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", values, values, dtype=np.float64)
 
@@ -197,10 +188,13 @@ class _Queries(NamedTuple):
 
 
 class _Slice(NamedTuple):
-    """Reference rows: the vectors, their squared norms and the global index of the first."""
+    """Reference rows: the vectors, their squared norms in float32 (added to every product),
+    the largest norm (for the error bound) and the global index of the first row; derived once
+    a slice, whatever the number of query blocks."""
 
     vectors: np.ndarray
-    squared_norms: np.ndarray
+    squared_norms32: np.ndarray
+    max_norm: float
     first_index: int
 
 
@@ -209,13 +203,18 @@ def _prepared_queries(queries: np.ndarray) -> _Queries:
 
 
 def _prepared_slice(reference: np.ndarray, first_index: int, what: str) -> _Slice:
-    return _Slice(reference, _product_safe_norms(reference, what), first_index)
+    norms = _product_safe_norms(reference, what)
+    return _Slice(reference, norms.astype(np.float32), float(np.sqrt(norms.max())), first_index)
 
 
 def _product_safe_norms(vectors: np.ndarray, what: str) -> np.ndarray:
-    """Squared norms; refuses vectors whose float32 product could overflow, which would hide
-    rows (an infinite approximate distance is never a candidate)."""
-    norms = _finite_norms(vectors, what)
+    """Squared norms in float64; refuses NaN and infinite values (their norms are not finite:
+    float32 squares cannot overflow float64, so this costs no pass of its own) and vectors whose
+    float32 product could overflow, which would hide rows (an infinite approximate distance is
+    never a candidate)."""
+    norms = _squared_norms(vectors)
+    if not np.isfinite(norms).all():
+        raise NeighbourError(f"{what} holds NaN or infinite values")
     if not norms.max(initial=0.0) < LARGEST_SQUARED_NORM:
         raise NeighbourError(f"{what} holds a vector too long for a float32 distance (norm "
                              f"{np.sqrt(norms.max()):.3g}, at most {np.sqrt(LARGEST_SQUARED_NORM):.3g})")
@@ -231,7 +230,7 @@ def _entry_limits(queries: _Queries, part: _Slice, within: np.ndarray) -> np.nda
     finite = np.isfinite(within)
     inside = np.where(finite, within, 0.0)
     query_sq = queries.squared_norms[:, None]
-    bound = product_error_bound(part.vectors.shape[1], np.sqrt(query_sq), float(np.sqrt(part.squared_norms.max())))
+    bound = product_error_bound(part.vectors.shape[1], np.sqrt(query_sq), part.max_norm)
     limit = inside + bound - query_sq
     limit += FLOAT64_SLACK * (inside + bound + query_sq)  # the roundings of these float64 sums
     return _round_up_to_float32(np.where(finite, limit, np.inf))
@@ -244,12 +243,19 @@ def _round_up_to_float32(values: np.ndarray) -> np.ndarray:
     return rounded
 
 
+def approximate_distances(queries: _Queries, part: _Slice) -> np.ndarray:
+    """-2 q.r + ||r||^2 in float32 for every (query, row): the squared distance less ||q||^2,
+    which _entry_limits takes off the limit instead."""
+    approx = queries.vectors @ part.vectors.T
+    approx *= -2.0
+    approx += part.squared_norms32[None, :]
+    return approx
+
+
 def _search_slice(queries: _Queries, part: _Slice, best_index, best_sq, width):
     """Merge one reference slice into the running best k of a query block."""
     k = best_index.shape[1]
-    approx = queries.vectors @ part.vectors.T
-    approx *= -2.0
-    approx += part.squared_norms.astype(np.float32)[None, :]
+    approx = approximate_distances(queries, part)
     if np.isfinite(best_sq[:, -1]).all():
         return _sweep_slice(queries, part, approx, best_index, best_sq)
 
