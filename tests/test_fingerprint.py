@@ -38,3 +38,49 @@ def test_fingerprint_changes_with_the_code(tmp_path, monkeypatch):
     after = fp.code_fingerprint.__wrapped__(script)
     assert before != after
     assert code_fingerprint(REPO / "scripts" / "ingest_shard.py") == code_fingerprint(str(REPO / "scripts" / "ingest_shard.py"))
+
+
+def imports_by_syntax_tree(path) -> set[str]:
+    """What _imported_modules must find in a file, read from its syntax tree."""
+    import ast
+
+    from annobench.core.fingerprint import _absolute_module, _package_of
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute_module("." * node.level + (node.module or ""), _package_of(path))
+            names |= {base} | {f"{base}.{alias.name}" for alias in node.names if alias.name != "*"}
+    return names - {""}
+
+
+def test_import_reading_finds_every_import_of_the_package_and_scripts():
+    from annobench.core.fingerprint import _imported_modules
+
+    files = sorted((REPO / "annobench").rglob("*.py")) + sorted((REPO / "scripts").glob("*.py"))
+    assert len(files) > 100
+    for path in files:
+        missing = imports_by_syntax_tree(path.resolve()) - _imported_modules(path.resolve())
+        assert not missing, f"{path}: {sorted(missing)}"
+
+
+def test_import_reading_of_the_hard_forms(tmp_path, monkeypatch):
+    import annobench.core.fingerprint as fp
+
+    package = tmp_path / "annobench"
+    (package / "sub").mkdir(parents=True)
+    source = package / "sub" / "mod.py"
+    source.write_text(
+        "import os.path as p, json\n"
+        "from . import sibling  # a module\n"
+        "from ..core.x import (\n    a,\n    b as c,\n)\n"
+        "def f():\n    from numpy import linalg\n"
+        "x = 1  # import nothing\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(fp, "PACKAGE_DIR", package)
+    found = fp._imported_modules.__wrapped__(source)
+    assert found == {"os.path", "json", "annobench.sub", "annobench.sub.sibling", "annobench.core.x",
+                     "annobench.core.x.a", "annobench.core.x.b", "numpy", "numpy.linalg"}
