@@ -21,7 +21,7 @@ from annobench.benchmark.illustration.commands import (
 from annobench.benchmark.illustration.measure import IllustrationTruth, chance, evaluation, read_truth, recall_at_k
 from annobench.benchmark.illustration.queries import QUERIES_TABLE, page_text, query_id
 from annobench.benchmark.illustration.runs import RankingRun, read_ranking_run, run_bytes
-from annobench.benchmark.runs.problems import RunFormatError
+from annobench.benchmark.problems import RunFormatError
 from annobench.text.page_map import derive_mapping
 from conftest import KIWIX, REAL, require_shared
 

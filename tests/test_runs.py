@@ -10,11 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from annobench.benchmark.problems import RunFormatError
 from annobench.benchmark.runs.checker import check_run, check_run_main
 from annobench.benchmark.runs.concepts import read_concept_lists, read_concepts, write_concept_lists
 from annobench.benchmark.runs.files import read_run, write_run
 from annobench.benchmark.runs.model import Run
-from annobench.benchmark.runs.problems import RunFormatError
 from annobench.core.tables import read_metadata
 from conftest import REAL, require_shared
 

@@ -46,7 +46,7 @@ from annobench.benchmark.boxes.lines import (
 )
 from annobench.benchmark.boxes.model import COORDINATES, BoxInputError, outside_image
 from annobench.benchmark.image_list import ImageList, ImageListError, read_image_list
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunProblem, check_main
+from annobench.benchmark.problems import MAX_PROBLEMS, PathArg, Problems, RunProblem, check_main
 
 RUN_FORMS = ("text", "csv", "parquet", "detections", "coco_results")
 _FILE_SHIFT = 32  # a detections folder's problems sort by (file, line): key = file index << 32 | line

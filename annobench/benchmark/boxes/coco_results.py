@@ -12,7 +12,7 @@ from pathlib import Path
 
 from annobench.benchmark.boxes.lines import ParsedLine, score_problem
 from annobench.benchmark.boxes.model import BoxInputError, corners_from_xywh
-from annobench.benchmark.runs.problems import PathArg
+from annobench.benchmark.problems import PathArg
 from annobench.core.fsutil import read_user_json
 
 

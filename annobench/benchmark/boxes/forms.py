@@ -30,7 +30,7 @@ from annobench.benchmark.boxes.model import (
     score_text,
 )
 from annobench.benchmark.image_list import ImageList
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, RunFormatError
+from annobench.benchmark.problems import MAX_PROBLEMS, PathArg, RunFormatError
 from annobench.core.fsutil import atomic_path
 from annobench.core.tables import write_table
 

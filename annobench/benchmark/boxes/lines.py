@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
 from annobench.benchmark.boxes.model import corners_from_xywh
-from annobench.benchmark.runs.problems import quote
-from annobench.benchmark.runs.text_form import BAD_SEPARATOR, describe_separator
+from annobench.benchmark.problems import BAD_SEPARATOR, describe_separator, quote
 
 CSV_HEADER = "image_id,concept,score,xmin,ymin,xmax,ymax"
 # Scores, as the annotation runs write them: plain decimals, an exponent allowed.

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from annobench.benchmark.illustration.runs import RankingRun
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, Problems, quote
+from annobench.benchmark.problems import MAX_PROBLEMS, Problems, quote
 from annobench.core.fsutil import write_bytes_atomic
 
 KS = (1, 5, 10, 25, 50, 75, 100)

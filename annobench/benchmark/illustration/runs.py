@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, Problems, quote
+from annobench.benchmark.problems import MAX_PROBLEMS, Problems, quote
 from annobench.core.fsutil import write_bytes_atomic
 
 HEADER = ("query_id", "rank", "image_id")

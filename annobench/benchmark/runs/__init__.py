@@ -11,8 +11,9 @@ decision for each concept it is evaluated on. Three forms hold the same content:
 - ``parquet``: one row per (line, listed concept), for runs too big for text tools.
 
 Callers import each name from the module that defines it (this package
-re-exports nothing): ``problems`` (RunProblem, RunFormatError), ``model``
-(Run), ``concepts`` (the vocabulary and concept lists), ``text_form`` and
-``parquet_form`` (each form checked, read and written), ``checker``
-(check_run, the check-run command) and ``files`` (read_run, write_run).
+re-exports nothing): ``model`` (Run), ``concepts`` (the vocabulary and
+concept lists), ``text_form`` and ``parquet_form`` (each form checked, read
+and written), ``checker`` (check_run, the check-run command) and ``files``
+(read_run, write_run). What a checker reports (RunProblem, RunFormatError)
+is in annobench.benchmark.problems, shared with the box and ranking runs.
 """

@@ -13,6 +13,7 @@ import sys
 from typing import Sequence, TextIO
 
 from annobench.benchmark.image_list import ImageListError, read_image_list
+from annobench.benchmark.problems import MAX_PROBLEMS, PathArg, Problems, RunProblem, check_main
 from annobench.benchmark.runs.concepts import (
     CompactLists,
     ConceptLists,
@@ -23,7 +24,6 @@ from annobench.benchmark.runs.concepts import (
     vocabulary_index,
 )
 from annobench.benchmark.runs.parquet_form import is_parquet, scan_parquet
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, RunProblem, check_main
 from annobench.benchmark.runs.text_form import scan_text
 
 

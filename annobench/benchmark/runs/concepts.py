@@ -8,8 +8,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from annobench.benchmark.problems import MAX_PROBLEMS, PathArg, Problems, quote
 from annobench.benchmark.runs.model import Run, check_ids_writable
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, Problems, quote
 from annobench.core.fsutil import atomic_path
 
 # Concept lists as read_concept_lists gives them: (image id, concept names) per line.

@@ -10,11 +10,11 @@ from typing import Sequence
 
 import numpy as np
 
+from annobench.benchmark.problems import MAX_PROBLEMS, PathArg, RunFormatError
 from annobench.benchmark.runs.checker import scan_run
 from annobench.benchmark.runs.concepts import ConceptLists, as_lists
 from annobench.benchmark.runs.model import Run, check_ids_writable
 from annobench.benchmark.runs.parquet_form import is_parquet, read_parquet, write_parquet
-from annobench.benchmark.runs.problems import MAX_PROBLEMS, PathArg, RunFormatError
 from annobench.benchmark.runs.text_form import read_text, write_text
 
 FORMS = ("imageclef2012", "imageclef2013", "parquet")

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from annobench.benchmark.problems import PathArg, Problems, quote
 from annobench.benchmark.runs.concepts import CompactLists
 from annobench.benchmark.runs.model import Run
-from annobench.benchmark.runs.problems import PathArg, Problems, quote
 from annobench.core.tables import META_PARAMS, field, write_table_blocks
 
 RUN_ARTEFACT = "run"

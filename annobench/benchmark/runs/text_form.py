@@ -13,9 +13,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from annobench.benchmark.problems import BAD_SEPARATOR, PathArg, Problems, RunProblem, describe_separator, quote
 from annobench.benchmark.runs.concepts import CompactLists
 from annobench.benchmark.runs.model import Run
-from annobench.benchmark.runs.problems import PathArg, Problems, RunProblem, quote
 from annobench.core.fsutil import atomic_path
 
 _TEXT_BLOCK_LINES = 4096  # lines parsed together when reading a text run
@@ -37,7 +37,6 @@ _PAIR_WIDTH = 5 + SCORE_DECIMALS
 # apart field by field (which is what names the faulty field).
 _PLAIN_LINE = re.compile(r"\S+(?: (?:0(?:\.[0-9]*)?|1(?:\.0*)?|\.[0-9]+) [01])*")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-BAD_SEPARATOR = re.compile(r"^\s|\s\s|[^\S ]")
 
 
 class _Record:
@@ -83,16 +82,6 @@ def _read_record(number: int, raw: bytes) -> _Record:
     fields = text.split()
     issues = _value_issues(fields) if readable else []
     return _Record(number, fields[0], len(fields), notes, issues)
-
-
-def describe_separator(match: re.Match) -> str:
-    for offset, char in enumerate(match.group()):
-        if char != " ":
-            name = "a tab" if char == "\t" else f"whitespace U+{ord(char):04X}"
-            return f"{name} at column {match.start() + offset + 1}"
-    if match.start() == 0:
-        return "the line starts with a space"
-    return f"two spaces at column {match.start() + 1}"
 
 
 def _value_issues(fields: list[str]) -> list[tuple[int, bool, str, str]]:

@@ -1,7 +1,12 @@
-"""What is wrong with a run or a companion file: problems that name their line, collected up to a limit."""
+"""What is wrong with a run or a companion file: problems that name their line, collected up to a limit.
+
+Shared by every checker of submitted files (concept runs, box runs, ranking runs), with the
+separator check of the space-separated text forms (concept and box runs).
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from os import PathLike
 from typing import Callable, Sequence, TextIO, Union
@@ -9,6 +14,8 @@ from typing import Callable, Sequence, TextIO, Union
 from annobench.core.errors import AnnobenchError
 
 MAX_PROBLEMS = 100
+# Whitespace that is not a single space between fields: a leading one, two in a row, a tab or other.
+BAD_SEPARATOR = re.compile(r"^\s|\s\s|[^\S ]")
 
 PathArg = Union[str, PathLike]
 
@@ -92,3 +99,14 @@ def check_main(run_path: PathArg, scan: Callable[[], tuple[list[RunProblem], str
         return 2
     print(f"{run_path}: valid, {summary}", file=out)
     return 0
+
+
+def describe_separator(match: re.Match) -> str:
+    """Where a BAD_SEPARATOR match is and what it is, in words, for a problem message."""
+    for offset, char in enumerate(match.group()):
+        if char != " ":
+            name = "a tab" if char == "\t" else f"whitespace U+{ord(char):04X}"
+            return f"{name} at column {match.start() + offset + 1}"
+    if match.start() == 0:
+        return "the line starts with a space"
+    return f"two spaces at column {match.start() + 1}"
