@@ -243,7 +243,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from annobench.benchmark.measures import evaluate, per_concept_table
     from annobench.benchmark.runs.concepts import read_concepts
     from annobench.benchmark.runs.files import read_run
-    from annobench.benchmark.stage import json_bytes
+    from annobench.benchmark.json_form import json_bytes
     from annobench.core.fsutil import write_bytes_atomic
 
     concepts = read_concepts(args.concepts)
@@ -272,7 +272,7 @@ def _evaluate_selection(args: argparse.Namespace) -> int:
     """Content selection (SPEC 9, subtask 3): a run, the human upper bound or a baseline, as JSON."""
     from annobench.benchmark.selection import summarise
     from annobench.benchmark.selection_files import read_selection_truth
-    from annobench.benchmark.stage import json_bytes
+    from annobench.benchmark.json_form import json_bytes
     from annobench.core.fsutil import write_bytes_atomic
 
     if args.baseline is None and (args.k is not None or args.seed is not None):
@@ -350,7 +350,7 @@ def _check_box_run(args: argparse.Namespace) -> int:
 def _label_stats(args: argparse.Namespace) -> int:
     from annobench.benchmark.diagnostics import label_set_stats
     from annobench.benchmark.ground_truth import read_truth_csv
-    from annobench.benchmark.stage import json_bytes
+    from annobench.benchmark.json_form import json_bytes
     from annobench.core.fsutil import write_bytes_atomic
 
     train, test = read_truth_csv(args.train).label_sets(), read_truth_csv(args.test).label_sets()

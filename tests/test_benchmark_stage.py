@@ -5,9 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from annobench.benchmark.ground_truth import GroundTruthError
+from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.settings import BenchmarkSettings
-from annobench.benchmark.stage import build_truth, json_bytes, rooted
+from annobench.benchmark.stage import build_truth, rooted
+from annobench.benchmark.vocabulary import GroundTruthError
 from annobench.core.config import load_config
 from annobench.core.tables import write_table
 from conftest import bsds_photos

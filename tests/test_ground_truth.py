@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from annobench.benchmark import ground_truth as gt
+from annobench.benchmark import vocabulary as vocab
 from annobench.regions.importers import import_segmentations
 from annobench.regions.segmentation import Segmentation
 from conftest import REAL, require_shared
@@ -35,7 +36,7 @@ def test_image_labels_from_regions_are_every_label_of_its_regions(msrc_regions):
 def test_lifting_to_ancestors_adds_derived_rows_once(msrc_regions):
     parents = {"cow": "animal", "sheep": "animal", "horse": "animal", "animal": "living", "tree": "plant",
                "grass": "plant", "flower": "plant", "plant": "living"}
-    vocabulary = gt.vocabulary_from_labels(msrc_regions["label"].dropna().unique(), parents)
+    vocabulary = vocab.vocabulary_from_labels(msrc_regions["label"].dropna().unique(), parents)
     assert {"animal", "plant", "living"} <= {c.name for c in vocabulary}
     from annobench.regions.stage import label_path
 
@@ -55,7 +56,7 @@ def test_lifting_to_ancestors_adds_derived_rows_once(msrc_regions):
 
 def test_2012_exports_read_back_as_the_same_ground_truth(msrc_regions, tmp_path):
     truth = gt.truth_from_regions(msrc_regions, lift_to_ancestors=False)
-    concepts = gt.vocabulary_from_labels(truth.rows["concept"].unique())
+    concepts = vocab.vocabulary_from_labels(truth.rows["concept"].unique())
     written = gt.export_imageclef2012(truth, concepts, tmp_path / "export", annotation_files=True)
     assert written == 1 + len(concepts) + len(truth.label_sets())
     assert (tmp_path / "export" / "concepts.txt").read_text().split() == [c.name for c in concepts]
@@ -67,7 +68,7 @@ def test_2012_exports_read_back_as_the_same_ground_truth(msrc_regions, tmp_path)
 def test_raw_judgments_become_clean_by_majority_vote(msrc_regions, tmp_path):
     """Three annotators: two agree with the real label, one dissents; a 1-of-3 false alarm stays out."""
     truth = gt.truth_from_regions(msrc_regions, lift_to_ancestors=False)
-    concepts = gt.vocabulary_from_labels(truth.rows["concept"].unique())
+    concepts = vocab.vocabulary_from_labels(truth.rows["concept"].unique())
     sets = truth.label_sets()
     raw_concepts, raw_annotations = tmp_path / "raw_concepts", tmp_path / "raw_annotations"
     raw_concepts.mkdir(), raw_annotations.mkdir()
@@ -90,34 +91,34 @@ def test_raw_judgments_become_clean_by_majority_vote(msrc_regions, tmp_path):
 def test_vocabulary_forms_and_errors(tmp_path):
     csv_file = tmp_path / "concepts.csv"
     csv_file.write_text("concept,keywords,parent\nanimal,,\ncat,kitten;Tabby,animal\ndrink,coffee,\n")
-    concepts = gt.read_vocabulary(csv_file)
+    concepts = vocab.read_vocabulary(csv_file)
     assert [c.name for c in concepts] == ["animal", "cat", "drink"]
     assert concepts[1].keywords == ("cat", "kitten", "tabby") and concepts[1].parent == "animal"
     plain = tmp_path / "concepts.txt"
     plain.write_text("sky\n\ntree\n")
-    assert [c.name for c in gt.read_vocabulary(plain)] == ["sky", "tree"]
-    table = gt.concepts_table(concepts)
+    assert [c.name for c in vocab.read_vocabulary(plain)] == ["sky", "tree"]
+    table = vocab.concepts_table(concepts)
     assert table.column("index").to_pylist() == [0, 1, 2]
     for text, message in (("sky\nsky\n", "listed twice"), ("concept,parent\ncat,animal\n", "not a concept"),
                           ("", "empty"), ("red sky\n", "spaces")):
         plain.write_text(text)
-        with pytest.raises(gt.GroundTruthError, match=message):
-            gt.read_vocabulary(plain)
+        with pytest.raises(vocab.GroundTruthError, match=message):
+            vocab.read_vocabulary(plain)
 
 
 def test_truth_csv_errors_name_the_line(tmp_path):
     path = tmp_path / "truth.csv"
     path.write_text("image_id,concept\na,cat\nb,\n")
-    with pytest.raises(gt.GroundTruthError, match=r"truth.csv:3: empty"):
+    with pytest.raises(vocab.GroundTruthError, match=r"truth.csv:3: empty"):
         gt.read_truth_csv(path)
     path.write_text("id,label\na,cat\n")
-    with pytest.raises(gt.GroundTruthError, match="header image_id,concept"):
+    with pytest.raises(vocab.GroundTruthError, match="header image_id,concept"):
         gt.read_truth_csv(path)
     path.write_bytes(b"image_id,concept\na,caf\xe9\n")
-    with pytest.raises(gt.GroundTruthError, match="not UTF-8"):
+    with pytest.raises(vocab.GroundTruthError, match="not UTF-8"):
         gt.read_truth_csv(path)
     path.write_text("image_id,concept\na,cat\na,cat\nb,dog\n")
     truth = gt.read_truth_csv(path)
     assert truth.label_sets() == {"a": {"cat"}, "b": {"dog"}}
-    restricted = gt.restrict_to_vocabulary(truth, [gt.Concept("cat")])
+    restricted = gt.restrict_to_vocabulary(truth, [vocab.Concept("cat")])
     assert restricted.label_sets() == {"a": {"cat"}} and "dog" in restricted.notes[0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from annobench.benchmark.leaderboard import markdown_table, number
+
 HEADLINE_THRESHOLDS = ("0", "0.5")  # Table 1 of seed 001
 SELECTION_MEASURES = ("P", "R", "F")
 
@@ -33,21 +35,12 @@ def selection_leaderboard_frame(results: list[dict]) -> pd.DataFrame:
                              kind="stable").reset_index(drop=True)
 
 
-def _number(value) -> str:
-    return "n/a" if value is None or value != value else f"{value:.4f}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" if i == 0 else "---:" for i in range(len(header))) + " |"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
-
-
 def box_markdown(board: pd.DataFrame) -> str:
     """The localisation section: MAP at 0 and 0.5, then at every threshold."""
     thresholds = [c[len("MAP@"):] for c in board.columns if c.startswith("MAP@")]
-    headline = [[row["run"], *(_number(row[f"MAP@{t}"]) for t in HEADLINE_THRESHOLDS), str(row["run_boxes"])]
+    headline = [[row["run"], *(number(row[f"MAP@{t}"]) for t in HEADLINE_THRESHOLDS), str(row["run_boxes"])]
                 for _, row in board.iterrows()]
-    every = [[row["run"], *(_number(row[f"MAP@{t}"]) for t in thresholds)] for _, row in board.iterrows()]
+    every = [[row["run"], *(number(row[f"MAP@{t}"]) for t in thresholds)] for _, row in board.iterrows()]
     images = int(board["test_images"].max()) if len(board) else 0
     lines = [
         "## Localisation (boxes, SPEC 9 subtask 1)",
@@ -55,11 +48,11 @@ def box_markdown(board: pd.DataFrame) -> str:
         f"MAP over the concepts with a ground-truth box on the {images} test images, at IoU thresholds t "
         "(t = 0: a box counts as an image-level annotation). Sorted by MAP at 0.5.",
         "",
-        *_table(["run", "MAP@0", "MAP@0.5", "boxes"], headline),
+        *markdown_table(["run", "MAP@0", "MAP@0.5", "boxes"], headline),
         "",
         "Every threshold:",
         "",
-        *_table(["run", *(f"t={t}" for t in thresholds)], every),
+        *markdown_table(["run", *(f"t={t}" for t in thresholds)], every),
         "",
     ]
     return "\n".join(lines)
@@ -67,7 +60,7 @@ def box_markdown(board: pd.DataFrame) -> str:
 
 def selection_markdown(board: pd.DataFrame) -> str:
     """The content-selection section: P, R and F, mean ± standard deviation over the test images."""
-    rows = [[row["run"], *(f"{_number(row[f'{m} mean'])} ± {_number(row[f'{m} std'])}" for m in SELECTION_MEASURES),
+    rows = [[row["run"], *(f"{number(row[f'{m} mean'])} ± {number(row[f'{m} std'])}" for m in SELECTION_MEASURES),
              str(row["images"])] for _, row in board.iterrows()]
     lines = [
         "## Content selection (SPEC 9 subtask 3)",
@@ -76,7 +69,7 @@ def selection_markdown(board: pd.DataFrame) -> str:
         "seed 001), mean ± population standard deviation over the images. The human upper bound is measured "
         "on the images with two or more descriptions. Sorted by F.",
         "",
-        *_table(["run", "P", "R", "F", "images"], rows),
+        *markdown_table(["run", "P", "R", "F", "images"], rows),
         "",
     ]
     return "\n".join(lines)

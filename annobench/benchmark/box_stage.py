@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 from annobench.benchmark.boxes.measure import DEFAULT_THRESHOLDS, evaluate_boxes
 from annobench.benchmark.boxes.model import BOX_RUN_COLUMNS, BoxInputError
 from annobench.benchmark.image_list import ImageList
+from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.selection import SelectionError, SelectionTruth
-from annobench.benchmark.stage import json_bytes
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
@@ -135,7 +135,7 @@ def build_box_truth(config: dict, images_tables: list[str], concepts_path: str, 
                     segmentations: str, outputs: dict, log) -> list[dict]:
     """The boxes and box rejects of the benchmark's images; returns the raw files read."""
     from annobench.benchmark.boxes.truth import boxes_from_segmentations, read_box_truth, truth_form
-    from annobench.benchmark.ground_truth import read_concepts_table
+    from annobench.benchmark.vocabulary import read_concepts_table
 
     boxes = config["benchmark"]["boxes"]
     benchmark_ids = split_ids(splits_path)
@@ -269,7 +269,7 @@ def evaluate_box_run(name: str, truth: pd.DataFrame, run: pd.DataFrame, test_ids
 def build_box_baseline(name: str, spec: dict, settings: dict, inputs: dict, outputs: dict, log) -> None:
     """One box baseline run (spec: kind and feature), written (Parquet and text) and evaluated."""
     from annobench.benchmark.boxes.forms import write_box_run
-    from annobench.benchmark.ground_truth import read_concepts_table
+    from annobench.benchmark.vocabulary import read_concepts_table
     from annobench.benchmark.runs.files import read_run
     from annobench.benchmark.stage import read_neighbours
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from annobench.benchmark.box_leaderboard import _number, _table
+from annobench.benchmark.leaderboard import markdown_table, number
 
 METEOR_COLUMNS = ("mean", "std", "median", "min", "max", "corpus")
 SECONDARY = ("bleu_4", "rouge_l", "cider")
@@ -33,9 +33,9 @@ def illustration_leaderboard_frame(results: list[dict]) -> pd.DataFrame:
 
 
 def caption_markdown(board: pd.DataFrame) -> str:
-    rows = [[row["run"], f"{_number(row['meteor_mean'])} ± {_number(row['meteor_std'])}",
-             *(_number(row[f"meteor_{k}"]) for k in ("median", "min", "max", "corpus")),
-             *(_number(row[k]) for k in SECONDARY), str(row["images"])] for _, row in board.iterrows()]
+    rows = [[row["run"], f"{number(row['meteor_mean'])} ± {number(row['meteor_std'])}",
+             *(number(row[f"meteor_{k}"]) for k in ("median", "min", "max", "corpus")),
+             *(number(row[k]) for k in SECONDARY), str(row["images"])] for _, row in board.iterrows()]
     lines = [
         "## Captions (SPEC 9 subtask 2)",
         "",
@@ -45,7 +45,8 @@ def caption_markdown(board: pd.DataFrame) -> str:
         "`caption_human` is the leave-one-out upper bound on the images with two or more references. "
         "Sorted by mean Meteor.",
         "",
-        *_table(["run", "Meteor", "median", "min", "max", "corpus", "BLEU-4", "ROUGE-L", "CIDEr", "images"], rows),
+        *markdown_table(["run", "Meteor", "median", "min", "max", "corpus", "BLEU-4", "ROUGE-L", "CIDEr", "images"],
+                        rows),
         "",
     ]
     return "\n".join(lines)
@@ -63,7 +64,7 @@ def illustration_markdown(board: pd.DataFrame) -> str:
         f"Recall at k (%) over {queries} queries (a page's text; its answer is the image it shows) among "
         f"{candidates} candidate images; a query the run does not rank is a miss. Sorted by R@100.",
         "",
-        *_table(["run", *(f"R@{k}" for k in RECALL_KS)], rows),
+        *markdown_table(["run", *(f"R@{k}" for k in RECALL_KS)], rows),
         "",
     ]
     return "\n".join(lines)

@@ -92,7 +92,7 @@ def write_neighbours(test_blocks, k: int, settings: dict, out_path: str) -> None
 def _train_and_test(splits_path: str) -> tuple[set[str], set[str]]:
     train, test = split_ids(splits_path, "train"), split_ids(splits_path, "test")
     if not train or not test:
-        from annobench.benchmark.ground_truth import GroundTruthError
+        from annobench.benchmark.vocabulary import GroundTruthError
 
         raise GroundTruthError(f"nearest neighbours need training and test images: {len(train)} train, "
                                f"{len(test)} test (benchmark.split)")

@@ -17,8 +17,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from annobench.benchmark import ground_truth as gt
+from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.settings import BenchmarkSettings
 from annobench.benchmark.splits import assign_splits, region_subsets, splits_from_lists, splits_table
+from annobench.benchmark.vocabulary import (
+    GroundTruthError,
+    concepts_table,
+    read_concepts_table,
+    read_vocabulary,
+    vocabulary_from_labels,
+)
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file
@@ -34,20 +42,6 @@ OVERLAP_SCHEMA = pa.schema(
 
 LEADERBOARD_COLUMNS = ["MAP-samples", "MF1-samples", "MF1-concepts", "MiAP", "GMiAP", "MnAP", "F1_L", "mAP_L",
                        "F1_I", "mAP_I", "N+"]
-
-
-def json_bytes(value) -> bytes:
-    """Sorted, indented JSON; a NaN (a mean over nothing, e.g. no concept with a positive) becomes null."""
-    def clean(item):
-        if isinstance(item, dict):
-            return {key: clean(v) for key, v in item.items()}
-        if isinstance(item, (list, tuple)):
-            return [clean(v) for v in item]
-        if isinstance(item, float) and item != item:
-            return None
-        return item
-
-    return (json.dumps(clean(value), indent=1, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
 
 
 # -- planning (called from the Snakefile) ----------------------------------
@@ -120,18 +114,18 @@ def build_truth(settings: BenchmarkSettings, images_tables: list[str], regions_t
     source = settings.ground_truth
     raw_inputs = _truth_raw_inputs(settings)
     parents = settings.parents()
-    vocabulary = gt.read_vocabulary(settings.vocabulary) if settings.vocabulary else None
+    vocabulary = read_vocabulary(settings.vocabulary) if settings.vocabulary else None
     truth = _read_source(source, vocabulary, regions_tables, log)
     if vocabulary is None:
-        vocabulary = gt.vocabulary_from_labels(truth.rows["concept"].unique(), parents)
+        vocabulary = vocabulary_from_labels(truth.rows["concept"].unique(), parents)
     truth = gt.restrict_to_vocabulary(truth, vocabulary)
     if source["source"] == "csv" and truth.notes:
-        raise gt.GroundTruthError(f"{source['path']}: {truth.notes[-1]}")
+        raise GroundTruthError(f"{source['path']}: {truth.notes[-1]}")
     image_ids = _ingested_ids(images_tables)
     known = set(image_ids)
     unknown = sorted(set(truth.rows["image_id"]) - known)
     if unknown and len(unknown) == truth.rows["image_id"].nunique():
-        raise gt.GroundTruthError(
+        raise GroundTruthError(
             f"none of the {len(unknown)} images of the ground truth ({source['source']} {source['path']}) is in "
             f"this build, e.g. {', '.join(unknown[:3])}: point benchmark.ground_truth at these images' labels "
             f"(a plain 'snakemake' in the checkout also reads the demo's demo/config.yaml)")
@@ -145,7 +139,7 @@ def build_truth(settings: BenchmarkSettings, images_tables: list[str], regions_t
         image_ids = sorted(set(truth.rows["image_id"]))
     splits = _splits(settings.split, image_ids, log)
     params = _truth_params(settings, raw_inputs)
-    write_table(gt.concepts_table(vocabulary), paths["concepts"], "concepts", params=params)
+    write_table(concepts_table(vocabulary), paths["concepts"], "concepts", params=params)
     write_table(gt.ground_truth_table(truth), paths["ground_truth"], "ground_truth", params=params)
     split_params = {**settings.split, "lists": _digest(raw_inputs, "split_list")}
     write_table(splits_table(image_ids, splits), paths["splits"], "splits", params=split_params)
@@ -162,15 +156,15 @@ def _read_source(source: dict, vocabulary, regions_tables: list[str], log) -> gt
         return gt.read_truth_csv(source["path"])
     if kind in ("imageclef2012_concepts", "imageclef2012_annotations"):
         if vocabulary is None:
-            raise gt.GroundTruthError(f"ground truth from {kind} needs benchmark.vocabulary (the concept names)")
+            raise GroundTruthError(f"ground truth from {kind} needs benchmark.vocabulary (the concept names)")
         reader = gt.read_concept_files if kind == "imageclef2012_concepts" else gt.read_annotation_files
         return reader(source["path"], vocabulary, source["raw"])
     if kind == "regions":
         if not regions_tables:
-            raise gt.GroundTruthError("ground truth from regions needs input.segmentations")
+            raise GroundTruthError("ground truth from regions needs input.segmentations")
         regions = pd.concat([pd.read_parquet(p) for p in regions_tables], ignore_index=True)
         return gt.truth_from_regions(regions, source["lift_to_ancestors"])
-    raise gt.GroundTruthError(f"unknown ground-truth source {kind!r}")
+    raise GroundTruthError(f"unknown ground-truth source {kind!r}")
 
 
 def rooted(parents: dict[str, str]) -> dict[str, str]:
@@ -246,14 +240,14 @@ class BenchmarkData:
     """Vocabulary, label sets and the train/test images, in image_id order."""
 
     def __init__(self, concepts_path: str, truth_path: str, splits_path: str):
-        self.concepts = gt.read_concepts_table(concepts_path)
+        self.concepts = read_concepts_table(concepts_path)
         self.names = [c.name for c in self.concepts]
         self.label_sets = gt.read_ground_truth_table(truth_path).label_sets()
         splits = pq.read_table(splits_path).to_pandas()
         self.train_ids = sorted(splits.loc[splits["split"] == "train", "image_id"])
         self.test_ids = sorted(splits.loc[splits["split"] == "test", "image_id"])
         if not self.test_ids or not self.train_ids:
-            raise gt.GroundTruthError(
+            raise GroundTruthError(
                 f"the benchmark needs training and test images: {len(self.train_ids)} train, "
                 f"{len(self.test_ids)} test (benchmark.split)")
 

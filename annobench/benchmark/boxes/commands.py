@@ -16,10 +16,10 @@ from annobench.benchmark.boxes.forms import read_box_run
 from annobench.benchmark.boxes.measure import evaluate_boxes, parse_thresholds
 from annobench.benchmark.boxes.model import BoxInputError
 from annobench.benchmark.boxes.truth import BoxTruth, boxes_from_segmentations, read_box_truth, truth_form
-from annobench.benchmark.ground_truth import GroundTruthError, read_vocabulary
 from annobench.benchmark.image_list import read_image_list
+from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.problems import RunFormatError
-from annobench.benchmark.stage import json_bytes
+from annobench.benchmark.vocabulary import GroundTruthError, read_vocabulary
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.tables import write_table
 

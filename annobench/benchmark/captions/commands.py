@@ -12,7 +12,7 @@ from typing import TextIO
 from annobench.benchmark.captions.files import read_references, read_run, write_captions_table
 from annobench.benchmark.captions.measure import BLEU_KEYS, evaluate_run, human_bound
 from annobench.benchmark.captions.meteor import METEOR_COMMAND, require_tools
-from annobench.benchmark.stage import json_bytes
+from annobench.benchmark.json_form import json_bytes
 from annobench.core.fsutil import write_bytes_atomic
 
 SECONDARY_KEYS = (*BLEU_KEYS, "rouge_l", "cider")

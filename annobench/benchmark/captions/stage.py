@@ -42,7 +42,7 @@ from annobench.benchmark.captions.files import (
     captions_table,
     read_references,
 )
-from annobench.benchmark.stage import json_bytes
+from annobench.benchmark.json_form import json_bytes
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file

@@ -19,8 +19,8 @@ from annobench.benchmark.illustration.queries import QUERIES_TABLE, make_queries
 from annobench.benchmark.illustration.runs import RankingRun, read_ranking_run
 from annobench.benchmark.illustration.stage import baseline_run, write_evaluated_run
 from annobench.benchmark.image_list import ImageListError, read_image_list
+from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.problems import RunFormatError
-from annobench.benchmark.stage import json_bytes
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.sources.inventory import InventoryError
 from annobench.sources.pages import PageLimits
