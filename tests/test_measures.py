@@ -1,4 +1,5 @@
-"""Evaluation measures (annobench/benchmark/measures.py) against independent computations.
+"""Evaluation measures (annobench/benchmark/measures.py; the region ones in
+annobench/benchmark/region_annotation/measure.py) against independent computations.
 
 Real ground truth: the Mulan "scene" set (with a nearest-neighbour run made
 here in numpy) and MSRC-v2 photo labels derived from their regions (with a
@@ -23,6 +24,7 @@ from sklearn.metrics import (
 )
 
 from annobench.benchmark import measures as M
+from annobench.benchmark.region_annotation import measure as R
 from annobench.regions.importers import import_segmentations
 from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
 from annobench.regions.segmentation import Segmentation
@@ -415,7 +417,7 @@ SAIAPR_PART = {
 
 
 def test_e_ontology_reproduces_the_worked_example_and_table_9():
-    assert M.e_ontology(["trees"], ["tree"], SAIAPR_PART)[0] == pytest.approx(0.25)
+    assert R.e_ontology(["trees"], ["tree"], SAIAPR_PART)[0] == pytest.approx(0.25)
     table_9 = [
         ("trees", "vegetation", 0.33), ("tree", "vegetation", 0.5), ("road", "highway", 0.25),
         ("vegetation", "leaf", 0.5), ("bush", "vegetation", 0.5), ("sky", "sky-blue", 0.33),
@@ -423,28 +425,28 @@ def test_e_ontology_reproduces_the_worked_example_and_table_9():
         ("water", "waterfall", 0.33), ("branch", "vegetation", 0.5),
     ]
     truth, predicted, printed = zip(*table_9)
-    np.testing.assert_allclose(M.e_ontology(truth, predicted, SAIAPR_PART), printed, atol=0.005)
+    np.testing.assert_allclose(R.e_ontology(truth, predicted, SAIAPR_PART), printed, atol=0.005)
     # Unrelated (different branches, or siblings) = 1, equal = 0.
     np.testing.assert_array_equal(
-        M.e_ontology(["tree", "palm", "sky", "tree"], ["road", "tree", "water", "tree"], SAIAPR_PART), [1, 1, 1, 0])
+        R.e_ontology(["tree", "palm", "sky", "tree"], ["road", "tree", "water", "tree"], SAIAPR_PART), [1, 1, 1, 0])
     # Labels outside the ontology only match themselves.
-    np.testing.assert_array_equal(M.e_ontology(["cow", "cow", "tree"], ["cow", "horse", "cow"], SAIAPR_PART),
+    np.testing.assert_array_equal(R.e_ontology(["cow", "cow", "tree"], ["cow", "horse", "cow"], SAIAPR_PART),
                                   [0, 1, 1])
 
 
 def test_region_measures_average_both_errors():
     truth = ["trees", "road", "sky", "sky"]
     predicted = ["tree", "highway", "water", "sky"]
-    np.testing.assert_array_equal(M.e_hard(truth, predicted), [1, 1, 1, 0])
-    result = M.region_measures(truth, predicted, SAIAPR_PART)
+    np.testing.assert_array_equal(R.e_hard(truth, predicted), [1, 1, 1, 0])
+    result = R.region_measures(truth, predicted, SAIAPR_PART)
     assert result == {"e_hard": 0.75, "e_ontology": pytest.approx((0.25 + 0.25 + 1 + 0) / 4), "regions": 4}
-    assert M.region_measures(truth, predicted)["e_ontology"] == 0.75  # no ontology: as hard
-    with pytest.raises(M.MeasureInputError, match="cycle"):
-        M.e_ontology(["a"], ["b"], {"a": "b", "b": "c", "c": "a"})
-    with pytest.raises(M.MeasureInputError, match="2 true labels but 1"):
-        M.e_hard(["a", "b"], ["a"])
-    with pytest.raises(M.MeasureInputError, match="no regions"):
-        M.region_measures([], [])
+    assert R.region_measures(truth, predicted)["e_ontology"] == 0.75  # no ontology: as hard
+    with pytest.raises(R.RegionMeasureError, match="cycle"):
+        R.e_ontology(["a"], ["b"], {"a": "b", "b": "c", "c": "a"})
+    with pytest.raises(R.RegionMeasureError, match="2 true labels but 1"):
+        R.e_hard(["a", "b"], ["a"])
+    with pytest.raises(R.RegionMeasureError, match="no regions"):
+        R.region_measures([], [])
 
 
 # --- bad input ----------------------------------------------------------------------------

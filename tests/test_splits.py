@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from annobench.benchmark.splits import SplitError, assign_splits, region_subsets, splits_from_lists, splits_table
+from annobench.benchmark.region_annotation.splits import region_subsets
+from annobench.benchmark.splits import SplitError, assign_splits, splits_from_lists, splits_table
 from annobench.regions.importers import import_segmentations
 from annobench.regions.segmentation import Segmentation
 from conftest import REAL, bsds_photos, require_shared

@@ -3,9 +3,8 @@
 An image's split is decided by a hash of (seed, image_id) mapped to [0, 1)
 and compared with the cumulative fractions, so it never depends on shards,
 cores or which other images are in the collection: adding images does not
-move the ones already assigned. Region-level work follows the SAIAPR
-protocol (seed 000, section 5): subsets of the classes with the most
-regions, and a random 70/30 split of their regions.
+move the ones already assigned. The region-level splits are in
+annobench.benchmark.region_annotation.splits.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 
 from annobench.core.errors import AnnobenchError
@@ -23,17 +21,6 @@ SPLITS_SCHEMA = pa.schema(
     [
         field("image_id", pa.string(), "key of the image"),
         field("split", pa.string(), "train, dev or test"),
-    ]
-)
-
-REGION_SPLITS_SCHEMA = pa.schema(
-    [
-        field("subset", pa.int32(), "number of most frequent classes in the subset"),
-        field("image_id", pa.string(), "key of the image"),
-        field("annotator", pa.int16(), "which segmentation of the image"),
-        field("region_id", pa.int32(), "region id in the label map"),
-        field("label", pa.string(), "the region's label (one of the subset's classes)"),
-        field("split", pa.string(), "train or test"),
     ]
 )
 
@@ -87,22 +74,3 @@ def splits_table(image_ids: list[str], splits: list[str]) -> pa.Table:
     return pa.Table.from_pydict(
         {"image_id": [image_ids[k] for k in order], "split": [splits[k] for k in order]}, schema=SPLITS_SCHEMA
     )
-
-
-def region_subsets(regions: pd.DataFrame, sizes: list[int], train_fraction: float, seed: int) -> pa.Table:
-    """SAIAPR protocol: for each size n, the regions of the n classes with the most regions
-    (ties by name), each region train or test by its hash: a region keeps its split in every subset."""
-    labelled = regions[regions["label"].notna()]
-    counts = labelled["label"].value_counts()
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    keys = [f"{i}/{a}/{r}" for i, a, r in zip(labelled["image_id"], labelled["annotator"], labelled["region_id"])]
-    split = ["train" if unit_hash(seed, key) < train_fraction else "test" for key in keys]
-    base = labelled[["image_id", "annotator", "region_id", "label"]].assign(split=split)
-    parts = []
-    for size in sorted(set(sizes)):
-        classes = {label for label, _ in ranked[:size]}
-        parts.append(base[base["label"].isin(classes)].assign(subset=size))
-    frame = pd.concat(parts) if parts else base.iloc[:0].assign(subset=0)
-    frame = frame.sort_values(["subset", "image_id", "annotator", "region_id"])
-    return pa.Table.from_pandas(frame[[f.name for f in REGION_SPLITS_SCHEMA]], schema=REGION_SPLITS_SCHEMA,
-                                preserve_index=False)
