@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from annobench.benchmark.region_annotation.splits import region_subsets
-from annobench.benchmark.splits import SplitError, assign_splits, splits_from_lists, splits_table
+from annobench.benchmark.splits import SplitError, assign_splits, split_ids, splits_from_lists, splits_table
+from annobench.core.tables import write_table
 from annobench.regions.importers import import_segmentations
 from annobench.regions.segmentation import Segmentation
 from conftest import REAL, bsds_photos, require_shared
@@ -42,6 +43,14 @@ def test_given_lists(tmp_path):
     (tmp_path / "test.txt").write_text("c\na\n")
     with pytest.raises(SplitError, match="both the train and the test list"):
         splits_from_lists(["a"], lists)
+
+
+def test_split_ids_are_the_images_of_a_split_sorted(tmp_path):
+    path = tmp_path / "splits.parquet"
+    write_table(splits_table(["d", "a", "c", "b"], ["test", "train", "test", None]), path, "splits", params={})
+    assert split_ids(path) == ["a", "c", "d"]
+    assert split_ids(path, "test") == ["c", "d"]
+    assert split_ids(path, "dev") == []
 
 
 def test_saiapr_protocol_on_real_msrc_regions():

@@ -34,6 +34,7 @@ from annobench.benchmark.boxes.model import BOX_RUN_COLUMNS, BoxInputError
 from annobench.benchmark.image_list import ImageList
 from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.selection import SelectionError, SelectionTruth
+from annobench.benchmark.splits import split_ids
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
@@ -111,14 +112,7 @@ def selection_job_settings(config: dict) -> dict:
             "instances": file_state(selection["instances"]) if selection["instances"] else ""}
 
 
-# -- reading the benchmark's images -------------------------------------------
-
-def split_ids(splits_path: str, split: str | None = None) -> list[str]:
-    """The benchmark's images (any split, or one), sorted."""
-    splits = pq.read_table(splits_path, columns=["image_id", "split"]).to_pandas()
-    chosen = splits["split"].notna() if split is None else splits["split"] == split
-    return sorted(splits.loc[chosen, "image_id"])
-
+# -- the benchmark's images' sizes ---------------------------------------------
 
 def image_sizes(images_tables: list[str]) -> dict[str, tuple[int, int]]:
     """image_id -> (width, height) of the original image after EXIF orientation (the images tables)."""

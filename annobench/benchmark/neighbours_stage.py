@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from annobench.benchmark.splits import split_ids
 from annobench.core.jobs import Job
 from annobench.core.tables import field, write_table
 
@@ -21,12 +20,6 @@ NEIGHBOURS_SCHEMA = pa.schema(
         field("distances", pa.list_(pa.float32()), "their Euclidean distances on the feature"),
     ]
 )
-
-
-def split_ids(splits_path: str, split: str) -> set[str]:
-    # ParquetFile, not read_table: the dataset reader read_table goes through imports pandas.
-    table = pq.ParquetFile(splits_path).read(columns=["image_id", "split"])
-    return set(table.filter(pc.equal(table.column("split"), split)).column("image_id").to_pylist())
 
 
 def build_neighbours(feature_tables: list[str], splits_path: str, k: int, settings: dict, out_path: str,
@@ -90,7 +83,7 @@ def write_neighbours(test_blocks, k: int, settings: dict, out_path: str) -> None
 
 
 def _train_and_test(splits_path: str) -> tuple[set[str], set[str]]:
-    train, test = split_ids(splits_path, "train"), split_ids(splits_path, "test")
+    train, test = set(split_ids(splits_path, "train")), set(split_ids(splits_path, "test"))
     if not train or not test:
         from annobench.benchmark.vocabulary import GroundTruthError
 

@@ -13,6 +13,8 @@ import hashlib
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from annobench.core.errors import AnnobenchError
 from annobench.core.tables import field
@@ -74,3 +76,13 @@ def splits_table(image_ids: list[str], splits: list[str]) -> pa.Table:
     return pa.Table.from_pydict(
         {"image_id": [image_ids[k] for k in order], "split": [splits[k] for k in order]}, schema=SPLITS_SCHEMA
     )
+
+
+def split_ids(splits_path: str, split: str | None = None) -> list[str]:
+    """The benchmark's images in the `splits` table (any split, or one), sorted."""
+    # ParquetFile, not read_table: the dataset reader read_table goes through imports pandas,
+    # which the neighbour jobs keep out.
+    table = pq.ParquetFile(splits_path).read(columns=["image_id", "split"])
+    column = table.column("split")
+    chosen = pc.is_valid(column) if split is None else pc.equal(column, split)
+    return sorted(table.filter(chosen).column("image_id").to_pylist())

@@ -31,7 +31,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annobench.benchmark.box_stage import split_ids
 from annobench.benchmark.captions.baselines import TransferredCaption
 from annobench.benchmark.captions.blocks import HUMAN_RUN
 from annobench.benchmark.captions.files import (
@@ -43,6 +42,7 @@ from annobench.benchmark.captions.files import (
     read_references,
 )
 from annobench.benchmark.json_form import json_bytes
+from annobench.benchmark.splits import split_ids
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file

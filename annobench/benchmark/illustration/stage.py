@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from annobench.benchmark.box_stage import split_ids
 from annobench.benchmark.illustration.baselines import random_run, tfidf_run
 from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, write_truth
 from annobench.benchmark.illustration.queries import QuerySet, make_queries
 from annobench.benchmark.illustration.runs import RankingRun, write_ranking_run
 from annobench.benchmark.json_form import json_bytes
+from annobench.benchmark.splits import split_ids
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
