@@ -39,7 +39,7 @@ from annobench.benchmark.baselines import (  # noqa: E402
     keyword_columns,
     text_terms_matrix,
 )
-from annobench.benchmark.neighbours import (  # noqa: E402
+from annobench.benchmark.neighbours.search import (  # noqa: E402
     DEFAULT_MARGIN,
     EXACT_CHUNK_VALUES,
     nearest_neighbours,

@@ -38,7 +38,7 @@ from common import peak_rss_mb  # noqa: E402 (first: puts the checkout on sys.pa
 from bench_baselines import perturbed_rows, scene_rows, tiled  # noqa: E402
 
 from annobench.bench import machine_speed  # noqa: E402
-from annobench.benchmark.neighbours import nearest_squared  # noqa: E402
+from annobench.benchmark.neighbours.search import nearest_squared  # noqa: E402
 
 GENERATION_BLOCK = 10_000
 _SHARED: dict = {}  # the vectors, inherited by forked workers

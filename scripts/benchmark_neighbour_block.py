@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule benchmark_neighbour_block: annobench.benchmark.neighbours_stage.neighbour_block_job."""
+"""Snakemake entry point of rule benchmark_neighbour_block: annobench.benchmark.neighbours.stage.neighbour_block_job."""
 
 import sys
 from pathlib import Path
@@ -9,7 +9,7 @@ from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.benchmark.neighbours_stage import neighbour_block_job  # noqa: E402
+from annobench.benchmark.neighbours.stage import neighbour_block_job  # noqa: E402
 from annobench.core.jobs import run_snakemake_job  # noqa: E402
 
 run_snakemake_job(snakemake, neighbour_block_job)

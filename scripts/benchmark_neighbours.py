@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule benchmark_neighbours: annobench.benchmark.neighbours_stage.neighbours_job."""
+"""Snakemake entry point of rule benchmark_neighbours: annobench.benchmark.neighbours.stage.neighbours_job."""
 
 import sys
 from pathlib import Path
@@ -9,7 +9,7 @@ from annobench.core.imports import keep_out  # noqa: E402
 
 keep_out("pandas")  # unused here; pyarrow would load it on its first conversion (0.3-0.5 CPU-s)
 
-from annobench.benchmark.neighbours_stage import neighbours_job  # noqa: E402
+from annobench.benchmark.neighbours.stage import neighbours_job  # noqa: E402
 from annobench.core.jobs import run_snakemake_job  # noqa: E402
 
 run_snakemake_job(snakemake, neighbours_job)

@@ -30,8 +30,8 @@ from annobench.benchmark.baselines import (
     text_terms_matrix,
     trivial_run,
 )
-from annobench.benchmark import neighbours
-from annobench.benchmark.neighbours import NeighbourError, nearest_in_tables, nearest_neighbours, vector_blocks
+from annobench.benchmark.neighbours import search
+from annobench.benchmark.neighbours.search import NeighbourError, nearest_in_tables, nearest_neighbours, vector_blocks
 from annobench.core.tables import vector_column, write_table
 from conftest import REAL, SCENE_FEATURES, read_scene, require_shared
 
@@ -137,16 +137,16 @@ def test_entry_limits_admit_every_row_within_the_distance():
     for shift in (0.0, 30.0, 1e3):
         queries = (x_test[:200] + shift).astype(np.float32)
         reference = (x_train[:600] + shift + rng.normal(0, 1e-3, (600, SCENE_FEATURES))).astype(np.float32)
-        prepared = neighbours._prepared_queries(queries)
-        part = neighbours._prepared_slice(reference, 0, "reference")
-        approx = neighbours.approximate_distances(prepared, part)
+        prepared = search._prepared_queries(queries)
+        part = search._prepared_slice(reference, 0, "reference")
+        approx = search.approximate_distances(prepared, part)
         exact = ((queries[:, None, :].astype(np.float64) - reference[None, :, :]) ** 2).sum(axis=-1)
         for within in (exact, np.nextafter(exact, 0)):  # rows exactly at T, and just beyond it
-            limits = neighbours._entry_limits(prepared, part, within)  # one limit per (query, row)
+            limits = search._entry_limits(prepared, part, within)  # one limit per (query, row)
             assert limits.dtype == np.float32 and (approx <= limits).all()
         # and the limit is the bound's width above the row, not arbitrarily loose
         slack = limits.astype(np.float64) - (exact - prepared.squared_norms[:, None])
-        bound = neighbours.product_error_bound(SCENE_FEATURES, np.sqrt(prepared.squared_norms), part.max_norm)
+        bound = search.product_error_bound(SCENE_FEATURES, np.sqrt(prepared.squared_norms), part.max_norm)
         assert (slack <= 1.01 * bound[:, None] + 1e-6 * np.abs(exact)).all()
 
 

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from annobench.benchmark.neighbour_blocks import block_plan, merge_parts, search_part, shard_blocks
-from annobench.benchmark.neighbours_stage import write_neighbours
+from annobench.benchmark.neighbours.blocks import block_plan, merge_parts, search_part, shard_blocks
+from annobench.benchmark.neighbours.stage import write_neighbours
 from conftest import REPO, demo_sections, run_snakemake
 from test_workflow import planned_jobs
 

@@ -293,7 +293,7 @@ def cooccurrence_scores(neighbour_indices: np.ndarray, train_terms: sp.csr_matri
 
     neighbour_indices: (n_test, k) rows of train_terms, the k nearest training
     images of each test image on one visual feature (k = 32 in ImageCLEF;
-    see annobench.benchmark.neighbours). The neighbours' word vectors are summed (a
+    see annobench.benchmark.neighbours.search). The neighbours' word vectors are summed (a
     training image appearing twice counts twice), raw = cooc @ that sum;
     scores = raw divided by its sum over the image's listed concepts (zero
     raw -> all zero), as in the organisers' 2014 run where each image's

@@ -265,7 +265,7 @@ def build_box_baseline(name: str, spec: dict, settings: dict, inputs: dict, outp
     from annobench.benchmark.boxes.forms import write_box_run
     from annobench.benchmark.vocabulary import read_concepts_table
     from annobench.benchmark.runs.files import read_run
-    from annobench.benchmark.stage import read_neighbours
+    from annobench.benchmark.neighbours.stage import read_neighbours
 
     test_ids = split_ids(inputs["splits"], "test")
     sizes = image_sizes(inputs["images"])

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from annobench.benchmark import ground_truth as gt
 from annobench.benchmark.json_form import json_bytes
+from annobench.benchmark.neighbours.stage import read_neighbours
 from annobench.benchmark.settings import BenchmarkSettings
 from annobench.benchmark.splits import assign_splits, splits_from_lists, splits_table
 from annobench.benchmark.vocabulary import (
@@ -244,14 +245,6 @@ class BenchmarkData:
 
     def truth(self, image_ids: list[str]) -> np.ndarray:
         return gt.truth_matrix(self.label_sets, image_ids, self.names)
-
-
-def read_neighbours(path: str, test_ids: list[str]) -> tuple[list[list[str]], np.ndarray]:
-    """Each test image's neighbour ids and distances (rows in test_ids order)."""
-    table = pq.read_table(path).to_pandas().set_index("image_id")
-    rows = table.loc[test_ids]
-    distances = np.array([np.asarray(d, np.float32) for d in rows["distances"]], dtype=np.float32)
-    return [list(n) for n in rows["neighbours"]], distances
 
 
 # -- baselines ---------------------------------------------------------------

@@ -56,7 +56,7 @@ def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
     """The sizes the jobs of a shape are costed by: queries, references, images, each shard's
     images, the neighbour and Meteor blocks' shares of the images, k-means' work."""
     from annobench.benchmark.illustration.stage import query_blocks
-    from annobench.benchmark.neighbour_blocks import block_plan, shard_blocks
+    from annobench.benchmark.neighbours.blocks import block_plan, shard_blocks
     from annobench.core.config import load_config
 
     config = load_config()

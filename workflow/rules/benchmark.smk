@@ -1,10 +1,11 @@
 # The benchmark around the features (SPEC 8): ground truth, splits, baseline runs, their evaluation,
 # a leaderboard and diagnostics. Built when benchmark.ground_truth.source is set.
 
-from annobench.benchmark import box_stage, neighbour_blocks
+from annobench.benchmark import box_stage
 from annobench.benchmark import stage as benchmark_stage
 from annobench.benchmark.captions import stage as caption_stage
 from annobench.benchmark.illustration import stage as illustration_stage
+from annobench.benchmark.neighbours import blocks as neighbour_blocks
 
 BENCHMARK = config["benchmark"]
 BENCHMARK_ON = benchmark_stage.enabled(config)
@@ -89,7 +90,7 @@ rule benchmark_neighbour_block:
     params:
         k=lambda wildcards: NEIGHBOURS[wildcards.feature],
         settings=NEIGHBOUR_SEARCH,
-        code=script_code("benchmark_neighbour_block.py", "annobench.benchmark.neighbour_blocks"),
+        code=script_code("benchmark_neighbour_block.py", "annobench.benchmark.neighbours.blocks"),
     threads: 1
     resources:
         mem_mb=lambda wildcards: neighbour_block_resources(wildcards, "mem_mb"),
@@ -113,7 +114,7 @@ rule benchmark_neighbours:
         k=lambda wildcards: NEIGHBOURS[wildcards.feature],
         settings=NEIGHBOUR_SEARCH,
         training_blocks=len(NEIGHBOUR_BLOCKS["training"]),
-        code=script_code("benchmark_neighbours.py", "annobench.benchmark.neighbour_blocks"),
+        code=script_code("benchmark_neighbours.py", "annobench.benchmark.neighbours.blocks"),
     threads: 1
     resources:
         # One search: as a part (above). Merging parts: k names and distances a test image.

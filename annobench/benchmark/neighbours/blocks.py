@@ -6,7 +6,7 @@ among the block's training images), as nearest_squared gives them. The merge tak
 test image, the k smallest of the union by (squared distance, training block, row): training
 blocks are consecutive shards read in order, so (block, row) is the global file order the
 one-job search breaks ties by, and the merged lists are the same bytes whatever the blocks, the
-job count or the BLAS threads (the squared distances are recomputed exactly, neighbours.py).
+job count or the BLAS threads (the squared distances are recomputed exactly, search.py).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def block_plan(settings: dict, shard_sizes: list[int]) -> dict[str, list[list[in
 def search_part(query_tables: list[str], reference_tables: list[str], test: set[str], train: set[str], k: int,
                 search: dict) -> pa.Table:
     """One part: every test image of query_tables against the training images of reference_tables."""
-    from annobench.benchmark.neighbours import nearest_in_tables, vector_blocks
+    from annobench.benchmark.neighbours.search import nearest_in_tables, vector_blocks
 
     test_ids, queries = _collect(vector_blocks(query_tables, test))
     k = min(k, len(image_ids(reference_tables) & train))
@@ -70,7 +70,7 @@ def merge_parts(parts: list[pa.Table], k: int) -> tuple[list[str], list[list[str
     n = len(test_ids)
     squared = np.concatenate([_list_matrix(part, "squared", n) for part in parts], axis=1)
     if squared.shape[1] < k and n:
-        from annobench.benchmark.neighbours import NeighbourError
+        from annobench.benchmark.neighbours.search import NeighbourError
 
         raise NeighbourError(f"the parts hold {squared.shape[1]} training images per test image, fewer than k = {k}")
     rows = np.concatenate([_list_matrix(part, "rows", n) for part in parts], axis=1)

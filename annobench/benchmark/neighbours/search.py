@@ -35,7 +35,7 @@ index, and it does not depend on the block sizes, the chunking of the
 reference or the BLAS library (tests compare against brute force).
 
 For the same reason a search split into test blocks x training blocks
-(separate jobs, neighbour_blocks) merges exactly: each part keeps its k
+(separate jobs, neighbours.blocks) merges exactly: each part keeps its k
 smallest (exact squared distance, index) pairs, and the k smallest of their
 union are the k smallest overall, indices ordered block by block.
 """
@@ -103,7 +103,7 @@ def nearest_squared(
     distances float64 (n, k)): global row numbers in the concatenated
     reference, sorted by exact (float64) distance, ties broken by the lower
     index, and those exact values, so that lists searched apart merge
-    exactly (neighbour_blocks). Raises NeighbourError when the reference has
+    exactly (neighbours.blocks). Raises NeighbourError when the reference has
     fewer than k rows.
 
     Memory: a query_block x reference_block float32 product (plus its int64

@@ -1,13 +1,15 @@
 """The benchmark's nearest-neighbour job: each test image's nearest training images on one feature.
 
-Apart from benchmark_stage so that this job, one per feature, loads no pandas (0.6 CPU-s of
-start-up a job, more than the search itself on a small build).
+Apart from the annotation stage so that this job, one per feature, loads no pandas (0.6 CPU-s of
+start-up a job, more than the search itself on a small build); only read_neighbours, which the
+baselines read the table back with, converts to pandas.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from annobench.benchmark.splits import split_ids
 from annobench.core.jobs import Job
@@ -26,7 +28,7 @@ def build_neighbours(feature_tables: list[str], splits_path: str, k: int, settin
                      log) -> None:
     """The k nearest training images of every test image on one feature, in one job: the search
     as one part (blocked matrix products over the training vectors streamed table by table)."""
-    from annobench.benchmark.neighbour_blocks import search_part
+    from annobench.benchmark.neighbours.blocks import search_part
 
     train, test = _train_and_test(splits_path)
     part = search_part(feature_tables, feature_tables, test, train, k, settings)
@@ -37,7 +39,7 @@ def build_neighbours(feature_tables: list[str], splits_path: str, k: int, settin
 def search_neighbour_block(query_tables: list[str], reference_tables: list[str], splits_path: str, k: int,
                            settings: dict, out_path: str, log) -> None:
     """One part of the search: the test images of some shards against the training images of others."""
-    from annobench.benchmark.neighbour_blocks import search_part
+    from annobench.benchmark.neighbours.blocks import search_part
 
     train, test = _train_and_test(splits_path)
     part = search_part(query_tables, reference_tables, test, train, k, settings)
@@ -49,7 +51,7 @@ def merge_neighbour_blocks(part_paths: list[str], training_blocks: int, splits_p
                            out_path: str, log) -> None:
     """The neighbours table from the parts, test block by test block (part_paths: test-block major,
     training blocks in order)."""
-    from annobench.benchmark.neighbour_blocks import read_part
+    from annobench.benchmark.neighbours.blocks import read_part
 
     train, _ = _train_and_test(splits_path)
     paths = [part_paths[start:start + training_blocks] for start in range(0, len(part_paths), training_blocks)]
@@ -59,7 +61,7 @@ def merge_neighbour_blocks(part_paths: list[str], training_blocks: int, splits_p
 
 def write_neighbours(test_blocks, k: int, settings: dict, out_path: str) -> None:
     """The neighbours table: test_blocks yields, per test block, its parts in training-block order."""
-    from annobench.benchmark.neighbour_blocks import merge_parts
+    from annobench.benchmark.neighbours.blocks import merge_parts
 
     test_ids, neighbours, squared = [], [], []
     for parts in test_blocks:
@@ -80,6 +82,14 @@ def write_neighbours(test_blocks, k: int, settings: dict, out_path: str) -> None
         schema=NEIGHBOURS_SCHEMA,
     )
     write_table(table, out_path, "neighbours", params={"k": k, **settings})
+
+
+def read_neighbours(path: str, test_ids: list[str]) -> tuple[list[list[str]], np.ndarray]:
+    """Each test image's neighbour ids and distances (rows in test_ids order)."""
+    table = pq.read_table(path).to_pandas().set_index("image_id")
+    rows = table.loc[test_ids]
+    distances = np.array([np.asarray(d, np.float32) for d in rows["distances"]], dtype=np.float32)
+    return [list(n) for n in rows["neighbours"]], distances
 
 
 def _train_and_test(splits_path: str) -> tuple[set[str], set[str]]:
