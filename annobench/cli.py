@@ -239,8 +239,8 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     """Every measure of SPEC 8 for one run against a ground truth, as JSON."""
-    from annobench.benchmark.ground_truth import read_truth_csv, truth_matrix
-    from annobench.benchmark.measures import evaluate, per_concept_table
+    from annobench.benchmark.annotation.ground_truth import read_truth_csv, truth_matrix
+    from annobench.benchmark.annotation.measure import evaluate, per_concept_table
     from annobench.benchmark.runs.concepts import read_concepts
     from annobench.benchmark.runs.files import read_run
     from annobench.benchmark.json_form import json_bytes
@@ -348,8 +348,8 @@ def _check_box_run(args: argparse.Namespace) -> int:
 
 
 def _label_stats(args: argparse.Namespace) -> int:
-    from annobench.benchmark.diagnostics import label_set_stats
-    from annobench.benchmark.ground_truth import read_truth_csv
+    from annobench.benchmark.annotation.diagnostics import label_set_stats
+    from annobench.benchmark.annotation.ground_truth import read_truth_csv
     from annobench.benchmark.json_form import json_bytes
     from annobench.core.fsutil import write_bytes_atomic
 

@@ -33,7 +33,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from annobench.benchmark.baselines import (  # noqa: E402
+from annobench.benchmark.annotation.baselines import (  # noqa: E402
     cooccurrence_matrix,
     cooccurrence_scores,
     keyword_columns,

@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--concepts", type=int, default=1_000)
     args = parser.parse_args()
 
-    from annobench.benchmark.measures import evaluate
+    from annobench.benchmark.annotation.measure import evaluate
 
     truth, scores, decisions, listed = build_matrices(args.images, args.concepts)
     ties = float(np.mean(np.diff(np.sort(scores, axis=1), axis=1) == 0))

@@ -358,7 +358,7 @@ def ground_truth_seeds(aux: Path) -> dict[str, bytes]:
 
 
 def read_ground_truth(path: Path, aux: Path) -> str:
-    from annobench.benchmark.ground_truth import read_truth_csv
+    from annobench.benchmark.annotation.ground_truth import read_truth_csv
 
     read_truth_csv(path)
     return "ok"

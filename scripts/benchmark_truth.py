@@ -1,11 +1,11 @@
-"""Snakemake entry point of rule benchmark_truth; the work is annobench.benchmark.stage.truth_job."""
+"""Snakemake entry point of rule benchmark_truth; the work is annobench.benchmark.annotation.stage.truth_job."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.benchmark.stage import truth_job  # noqa: E402
+from annobench.benchmark.annotation.stage import truth_job  # noqa: E402
 from annobench.core.jobs import run_snakemake_job  # noqa: E402
 
 run_snakemake_job(snakemake, truth_job)

@@ -20,7 +20,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics import average_precision_score, precision_score, recall_score
 
-from annobench.benchmark.baselines import (
+from annobench.benchmark.annotation.baselines import (
     BaselineError,
     cooccurrence_matrix,
     cooccurrence_scores,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from annobench.benchmark.annotation.stage import build_truth
 from annobench.benchmark.json_form import json_bytes
-from annobench.benchmark.settings import BenchmarkSettings
 from annobench.benchmark.region_annotation.stage import rooted
-from annobench.benchmark.stage import build_truth
+from annobench.benchmark.settings import BenchmarkSettings
 from annobench.benchmark.vocabulary import GroundTruthError
 from annobench.core.config import load_config
 from annobench.core.tables import write_table

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from annobench.benchmark import ground_truth as gt
 from annobench.benchmark import vocabulary as vocab
+from annobench.benchmark.annotation import ground_truth as gt
 from annobench.regions.importers import import_segmentations
 from annobench.regions.segmentation import Segmentation
 from conftest import REAL, require_shared

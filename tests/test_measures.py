@@ -1,4 +1,4 @@
-"""Evaluation measures (annobench/benchmark/measures.py; the region ones in
+"""Evaluation measures (annobench/benchmark/annotation/measure.py; the region ones in
 annobench/benchmark/region_annotation/measure.py) against independent computations.
 
 Real ground truth: the Mulan "scene" set (with a nearest-neighbour run made
@@ -23,7 +23,7 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from annobench.benchmark import measures as M
+from annobench.benchmark.annotation import measure as M
 from annobench.benchmark.region_annotation import measure as R
 from annobench.regions.importers import import_segmentations
 from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES

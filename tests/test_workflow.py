@@ -253,7 +253,7 @@ def test_lint_is_clean():
 def test_each_baseline_run_is_a_job_of_its_own(tmp_path):
     """Issue 29: the runs are independent, and one job for all of them sat last on the 2016
     critical path; each run's job is planned apart (its files, its feature's neighbours)."""
-    from annobench.benchmark.stage import baseline_runs
+    from annobench.benchmark.annotation.stage import baseline_runs
     from annobench.core.config import deep_merge, load_config
 
     settings = {"output": "out", **demo_sections(REPO / "demo"), "features": {"bow": {"words": 50, "iterations": 10}}}

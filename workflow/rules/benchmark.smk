@@ -2,16 +2,16 @@
 # a leaderboard and diagnostics. Built when benchmark.ground_truth.source is set.
 
 from annobench.benchmark import box_stage
-from annobench.benchmark import stage as benchmark_stage
+from annobench.benchmark.annotation import stage as annotation_stage
 from annobench.benchmark.captions import stage as caption_stage
 from annobench.benchmark.illustration import stage as illustration_stage
 from annobench.benchmark.neighbours import blocks as neighbour_blocks
 
 BENCHMARK = config["benchmark"]
-BENCHMARK_ON = benchmark_stage.enabled(config)
+BENCHMARK_ON = annotation_stage.enabled(config)
 REGIONS_ON = bool(config["input"]["segmentations"])
-BASELINES = benchmark_stage.baseline_runs(config, has_text=bool(TEXT_PLAN)) if BENCHMARK_ON else {}
-NEIGHBOURS = benchmark_stage.neighbours_needed(config, BASELINES) if BENCHMARK_ON else {}
+BASELINES = annotation_stage.baseline_runs(config, has_text=bool(TEXT_PLAN)) if BENCHMARK_ON else {}
+NEIGHBOURS = annotation_stage.neighbours_needed(config, BASELINES) if BENCHMARK_ON else {}
 
 if BENCHMARK_ON:
     _missing = sorted(set(NEIGHBOURS) - set(FEATURE_TABLES))
@@ -60,7 +60,7 @@ rule benchmark_truth:
     log:
         out("logs/benchmark_truth.log"),
     params:
-        settings=benchmark_stage.truth_job_settings(config) if BENCHMARK_ON else {},
+        settings=annotation_stage.truth_job_settings(config) if BENCHMARK_ON else {},
         code=script_code("benchmark_truth.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,
@@ -142,8 +142,10 @@ if BASELINES:
             out("logs/baseline/{run}.log"),
         params:
             run=run_spec(BASELINES),
-            settings=benchmark_stage.baseline_job_settings(config),
-            code=script_code("baseline.py", "annobench.benchmark.baselines", "annobench.benchmark.measures"),
+            settings=annotation_stage.baseline_job_settings(config),
+            code=script_code(
+                "baseline.py", "annobench.benchmark.annotation.baselines", "annobench.benchmark.annotation.measure"
+            ),
         threads: 1
         resources:
             mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,

@@ -1,4 +1,6 @@
-"""The benchmark stage of the workflow (SPEC 8): ground truth, splits, neighbours, baselines, report.
+"""The image-level annotation part of the benchmark stage (SPEC 8): ground truth, splits, baseline
+runs and their evaluation. The neighbours the baselines use come from neighbours.stage; the
+leaderboard and diagnostics are written by annobench.benchmark.report.
 
 Each function is one Snakemake job, callable without Snakemake. Test images
 are always taken in image_id order, so runs and evaluations are the same
@@ -7,7 +9,6 @@ bytes whatever the shards or cores.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from annobench.benchmark import ground_truth as gt
+from annobench.benchmark.annotation import ground_truth as gt
 from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.neighbours.stage import read_neighbours
 from annobench.benchmark.settings import BenchmarkSettings
@@ -31,18 +32,7 @@ from annobench.benchmark.vocabulary import (
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file
-from annobench.core.tables import field, write_table
-
-OVERLAP_SCHEMA = pa.schema(
-    [
-        field("image_id", pa.string(), "a test image"),
-        field("overlap", pa.float64(), "mean distance to its nearest training images (smaller = more overlap)"),
-        field("subset", pa.string(), "most_overlap or least_overlap, if in one", nullable=True),
-    ]
-)
-
-LEADERBOARD_COLUMNS = ["MAP-samples", "MF1-samples", "MF1-concepts", "MiAP", "GMiAP", "MnAP", "F1_L", "mAP_L",
-                       "F1_I", "mAP_I", "N+"]
+from annobench.core.tables import write_table
 
 
 # -- planning (called from the Snakefile) ----------------------------------
@@ -269,7 +259,7 @@ def build_baseline(name: str, kind: str, settings: BenchmarkSettings, inputs: di
 
 
 def _baseline_matrices(kind: str, data: BenchmarkData, settings: BenchmarkSettings, inputs: dict):
-    from annobench.benchmark import baselines
+    from annobench.benchmark.annotation import baselines
 
     n_test, n_concepts, k, seed = len(data.test_ids), len(data.names), settings.k, settings.seed
     if kind == "random":
@@ -290,7 +280,7 @@ def _baseline_matrices(kind: str, data: BenchmarkData, settings: BenchmarkSettin
 
 
 def _cooccurrence(data: BenchmarkData, indices: np.ndarray, text_tables: list[str], settings: BenchmarkSettings):
-    from annobench.benchmark import baselines
+    from annobench.benchmark.annotation import baselines
 
     english = None
     if settings.cooccurrence["english_words_file"]:
@@ -306,7 +296,7 @@ def _training_text(text_tables: list[str], train_ids: list[str], english: set[st
     """The training images' English terms as one sparse matrix (rows in train_ids order), read a
     shard at a time: a first pass finds the vocabulary, a second adds up each shard's rows, so no
     more than one shard's text is ever in a data frame."""
-    from annobench.benchmark import baselines
+    from annobench.benchmark.annotation import baselines
 
     train = pa.array(sorted(set(train_ids)))
 
@@ -334,8 +324,8 @@ def _training_text(text_tables: list[str], train_ids: list[str], english: set[st
 def evaluate_run(run, truth: np.ndarray, settings: BenchmarkSettings, overlap_path: str, per_concept_path: str,
                  name: str) -> dict:
     """Every measure on all test images, and again on the most and least overlapping ones."""
-    from annobench.benchmark.diagnostics import overlap_subsets, visual_overlap
-    from annobench.benchmark.measures import evaluate, per_concept_table
+    from annobench.benchmark.annotation.diagnostics import overlap_subsets, visual_overlap
+    from annobench.benchmark.annotation.measure import evaluate, per_concept_table
 
     seed, top_k = settings.evaluation["seed"], settings.k
     measures = evaluate(truth, run.scores, run.decisions, run.listed, seed=seed, top_k=top_k)
@@ -352,123 +342,6 @@ def evaluate_run(run, truth: np.ndarray, settings: BenchmarkSettings, overlap_pa
                 params={"run": name, "seed": seed, "top_k": top_k})
     return {**measures, "run": name, "subsets": subsets,
             "settings": {"seed": seed, "top_k": top_k, "overlap": settings.overlap}}
-
-
-# -- report ------------------------------------------------------------------
-
-def build_report(settings: BenchmarkSettings, evaluations: list[str], inputs: dict, outputs: dict, log) -> None:
-    """Leaderboard (Markdown and Parquet), label-frequency figure and the diagnostics JSON."""
-    from annobench.benchmark.diagnostics import label_frequency_figure, label_set_stats, visual_overlap
-
-    data = BenchmarkData(inputs["concepts"], inputs["ground_truth"], inputs["splits"])
-    results = [json.loads(Path(p).read_text(encoding="utf-8")) for p in evaluations]
-    board = leaderboard_frame(results)
-    write_table(pa.Table.from_pandas(board, preserve_index=False), outputs["leaderboard_table"], "leaderboard",
-                params={"runs": sorted(r["run"] for r in results)})
-    empty = frozenset()
-    stats = label_set_stats([data.label_sets.get(i, empty) for i in data.train_ids],
-                            [data.label_sets.get(i, empty) for i in data.test_ids])
-    _, distances = read_neighbours(inputs["overlap"], data.test_ids)
-    overlap = visual_overlap(distances, settings.overlap["neighbours"])
-    write_table(overlap_table(data.test_ids, overlap, settings.overlap["share"]), outputs["overlap_table"],
-                "visual_overlap", params=settings.overlap)
-    stats["visual_overlap"] = {"feature": settings.overlap["feature"],
-                               "neighbours": int(min(settings.overlap["neighbours"], distances.shape[1])),
-                               "mean": float(overlap.mean()), "min": float(overlap.min()),
-                               "max": float(overlap.max())}
-    train_counts = data.truth(data.train_ids).sum(axis=0)
-    stats["concepts"] = len(data.names)
-    stats["concepts_never_in_training"] = int((train_counts == 0).sum())
-    write_bytes_atomic(outputs["diagnostics"], json_bytes(stats))
-    counts = data.truth(data.train_ids + data.test_ids).sum(axis=0)
-    write_bytes_atomic(outputs["figure"], label_frequency_figure(
-        counts.tolist(), f"Label frequency: {len(data.names)} concepts, train + test images"))
-    markdown = leaderboard_markdown(board, stats, settings) + _subtask_sections(inputs, outputs)
-    write_bytes_atomic(outputs["leaderboard"], markdown.encode("utf-8"))
-    log(f"leaderboard of {len(results)} runs; unique label sets {stats['unique_label_sets']:.3f}, "
-        f"novel {stats['novel_label_sets']:.3f}")
-
-
-def _subtask_sections(inputs: dict, outputs: dict) -> str:
-    """The localisation, content-selection, caption and illustration leaderboards (tables and
-    Markdown), when the build has such runs; nothing otherwise, so builds without them keep their bytes."""
-    from annobench.benchmark import box_leaderboard as boards
-    from annobench.benchmark import caption_leaderboard as captions
-
-    sections = ""
-    for kind, frame, markdown in (("box", boards.box_leaderboard_frame, boards.box_markdown),
-                                  ("selection", boards.selection_leaderboard_frame, boards.selection_markdown),
-                                  ("caption", captions.caption_leaderboard_frame, captions.caption_markdown),
-                                  ("illustration", captions.illustration_leaderboard_frame,
-                                   captions.illustration_markdown)):
-        paths = _paths(inputs.get(f"{kind}_evaluations", []))
-        if not paths:
-            continue
-        results = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
-        board = frame(results)
-        write_table(pa.Table.from_pandas(board, preserve_index=False), outputs[f"{kind}_leaderboard"],
-                    f"{kind}_leaderboard", params={"runs": sorted(r["run"] for r in results)})
-        sections += "\n" + markdown(board)
-    return sections
-
-
-def _paths(value) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
-
-
-def overlap_table(test_ids: list[str], overlap: np.ndarray, share: float) -> pa.Table:
-    """Each test image's visual overlap, and the subset (most or least overlapping) it falls in."""
-    from annobench.benchmark.diagnostics import overlap_subsets
-
-    subset = [None] * len(test_ids)
-    for name, rows in overlap_subsets(overlap, share).items():
-        for row in rows:
-            subset[row] = name
-    return pa.Table.from_pydict({"image_id": test_ids, "overlap": overlap.astype(np.float64), "subset": subset},
-                                schema=OVERLAP_SCHEMA)
-
-
-def leaderboard_frame(results: list[dict]) -> pd.DataFrame:
-    rows = []
-    for result in results:
-        row = {"run": result["run"], **{m: result[m] for m in LEADERBOARD_COLUMNS}}
-        for subset in ("most_overlap", "least_overlap"):
-            row[f"MAP-samples ({subset})"] = result["subsets"][subset]["MAP-samples"]
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    return frame.sort_values(["MAP-samples", "run"], ascending=[False, True]).reset_index(drop=True)
-
-
-def leaderboard_markdown(board: pd.DataFrame, stats: dict, settings: BenchmarkSettings) -> str:
-    columns = list(board.columns)
-    lines = [
-        "# Leaderboard",
-        "",
-        f"{stats['test_images']} test images, {stats['train_images']} training images, {stats['concepts']} "
-        f"concepts. Decisions for F1_L, F1_I and N+: the top {settings.k} labels by score; every other "
-        f"F-measure uses the run's own decisions. Sorted by MAP-samples. Fractions, 4 decimals.",
-        "",
-        "| " + " | ".join(columns) + " |",
-        "| " + " | ".join("---" if c == "run" else "---:" for c in columns) + " |",
-    ]
-    for row in board.itertuples(index=False):
-        cells = [c if isinstance(c, str) else (str(c) if isinstance(c, (int, np.integer)) else f"{c:.4f}")
-                 for c in row]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Dataset diagnostics (Dutta et al., section 4)",
-        "",
-        f"- unique label sets: {stats['unique_label_sets']:.4f} of the test images",
-        f"- novel label sets (never in training): {stats['novel_label_sets']:.4f}",
-        f"- visual overlap on {stats['visual_overlap']['feature']}: mean distance to the "
-        f"{stats['visual_overlap']['neighbours']} nearest training images, {stats['visual_overlap']['mean']:.4f} "
-        f"on average; the MAP-samples columns in brackets are measured on the {settings.overlap['share']:.0%} "
-        f"most and least overlapping test images",
-        f"- concepts never seen in training: {stats['concepts_never_in_training']} of {stats['concepts']}",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 # -- the rules' jobs ----------------------------------------------------------
@@ -489,9 +362,3 @@ def baseline_job(job: Job) -> list[dict]:
     if words and run["kind"] == "cooccurrence":
         return [raw_file(words, Path(words).name, role="english_words")]
     return []
-
-
-def report_job(job: Job) -> None:
-    """Rule benchmark_report: the leaderboard and diagnostics over every baseline's evaluation."""
-    build_report(BenchmarkSettings.from_config(job.config), job.input_list("evaluations"), job.inputs, job.outputs,
-                 job.log)

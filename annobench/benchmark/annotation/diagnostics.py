@@ -4,7 +4,7 @@ How much a test set can be solved by remembering the training set: the
 share of distinct and of never-seen label sets among the test images, each
 test image's visual overlap with the training set (mean distance to its
 nearest training images on one feature), and the label-frequency (Zipf)
-plot.
+plot; and the `visual_overlap` table of each test image's overlap.
 """
 
 from __future__ import annotations
@@ -13,6 +13,17 @@ import math
 
 import cv2
 import numpy as np
+import pyarrow as pa
+
+from annobench.core.tables import field
+
+OVERLAP_SCHEMA = pa.schema(
+    [
+        field("image_id", pa.string(), "a test image"),
+        field("overlap", pa.float64(), "mean distance to its nearest training images (smaller = more overlap)"),
+        field("subset", pa.string(), "most_overlap or least_overlap, if in one", nullable=True),
+    ]
+)
 
 
 def label_set_stats(train_sets: list[frozenset[str]], test_sets: list[frozenset[str]]) -> dict:
@@ -41,6 +52,16 @@ def overlap_subsets(overlap: np.ndarray, share: float = 0.2) -> dict[str, np.nda
     size = max(1, int(math.floor(share * n))) if n else 0
     order = np.lexsort((np.arange(n), overlap))  # by distance, then row
     return {"most_overlap": np.sort(order[:size]), "least_overlap": np.sort(order[n - size:])}
+
+
+def overlap_table(test_ids: list[str], overlap: np.ndarray, share: float) -> pa.Table:
+    """Each test image's visual overlap, and the subset (most or least overlapping) it falls in."""
+    subset = [None] * len(test_ids)
+    for name, rows in overlap_subsets(overlap, share).items():
+        for row in rows:
+            subset[row] = name
+    return pa.Table.from_pydict({"image_id": test_ids, "overlap": overlap.astype(np.float64), "subset": subset},
+                                schema=OVERLAP_SCHEMA)
 
 
 def label_frequency_figure(frequencies: list[int], title: str, width: int = 900, height: int = 560) -> bytes:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from annobench.benchmark.measures import top_k_decisions
+from annobench.benchmark.annotation.measure import top_k_decisions
 from annobench.core.errors import AnnobenchError
 
 TRIVIAL_KINDS = ("most_frequent", "rarest", "random")
