@@ -270,9 +270,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _evaluate_selection(args: argparse.Namespace) -> int:
     """Content selection (SPEC 9, subtask 3): a run, the human upper bound or a baseline, as JSON."""
-    from annobench.benchmark.selection import summarise
-    from annobench.benchmark.selection_files import read_selection_truth
     from annobench.benchmark.json_form import json_bytes
+    from annobench.benchmark.selection.files import read_selection_truth
+    from annobench.benchmark.selection.measure import summarise
     from annobench.core.fsutil import write_bytes_atomic
 
     if args.baseline is None and (args.k is not None or args.seed is not None):
@@ -291,14 +291,9 @@ def _evaluate_selection(args: argparse.Namespace) -> int:
 
 def _selection_scores(args: argparse.Namespace, truth) -> tuple[dict, dict]:
     """Per-image scores of what --run, --human or --baseline asks for, and the JSON keys saying what it was."""
-    from annobench.benchmark.selection import (
-        DEFAULT_K,
-        human_scores,
-        largest_selection,
-        random_selection,
-        run_scores,
-    )
-    from annobench.benchmark.selection_files import read_selection_run
+    from annobench.benchmark.selection.baselines import DEFAULT_K, largest_selection, random_selection
+    from annobench.benchmark.selection.files import read_selection_run
+    from annobench.benchmark.selection.measure import human_scores, run_scores
 
     settings = {"std": "population"}
     if args.human:

@@ -289,7 +289,7 @@ def selection_truth_seeds(aux: Path) -> dict[str, bytes]:
 
 
 def read_selection_truth_file(path: Path, aux: Path) -> str:
-    from annobench.benchmark.selection_files import read_selection_truth
+    from annobench.benchmark.selection.files import read_selection_truth
 
     read_selection_truth(path)
     return "ok"
@@ -297,7 +297,7 @@ def read_selection_truth_file(path: Path, aux: Path) -> str:
 
 def selection_run_seeds(aux: Path) -> dict[str, bytes]:
     """A run selecting every boxed instance of the first images of the real Flickr30k Entities records."""
-    from annobench.benchmark.selection_files import read_flickr30k_entities
+    from annobench.benchmark.selection.files import read_flickr30k_entities
 
     (aux / "truth.json").write_text(json.dumps(flickr_records()), encoding="utf-8")
     truth = read_flickr30k_entities(aux / "truth.json")
@@ -307,7 +307,7 @@ def selection_run_seeds(aux: Path) -> dict[str, bytes]:
 
 
 def read_selection_run_file(path: Path, aux: Path) -> str:
-    from annobench.benchmark.selection_files import read_flickr30k_entities, read_selection_run
+    from annobench.benchmark.selection.files import read_flickr30k_entities, read_selection_run
 
     read_selection_run(path, read_flickr30k_entities(aux / "truth.json"))
     return "ok"

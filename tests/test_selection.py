@@ -11,25 +11,15 @@ from fractions import Fraction
 
 import pytest
 
-from annobench.benchmark.selection import (
-    Box,
-    ImageScores,
-    ImageTruth,
-    SelectionError,
-    SelectionTruth,
-    human_scores,
-    image_scores,
-    largest_selection,
-    random_selection,
-    run_scores,
-    summarise,
-)
-from annobench.benchmark.selection_files import (
+from annobench.benchmark.selection.baselines import largest_selection, random_selection
+from annobench.benchmark.selection.files import (
     read_flickr30k_entities,
     read_selection_run,
     read_selection_truth,
     truth_format,
 )
+from annobench.benchmark.selection.measure import ImageScores, human_scores, image_scores, run_scores, summarise
+from annobench.benchmark.selection.model import Box, ImageTruth, SelectionError, SelectionTruth
 from conftest import REAL, REPO, require_shared
 
 FLICKR = REAL / "content_selection" / "flickr30k_entities" / "annotation_test_half.json"

@@ -33,7 +33,6 @@ from annobench.benchmark.boxes.measure import DEFAULT_THRESHOLDS, evaluate_boxes
 from annobench.benchmark.boxes.model import BOX_RUN_COLUMNS, BoxInputError
 from annobench.benchmark.image_list import ImageList
 from annobench.benchmark.json_form import json_bytes
-from annobench.benchmark.selection import SelectionError, SelectionTruth
 from annobench.benchmark.splits import split_ids
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
@@ -47,17 +46,13 @@ BOX_RUN_FILES = ("run", "run_text", "evaluation")
 
 
 class BoxConfigError(AnnobenchError):
-    """A benchmark.boxes / benchmark.selection setting this build cannot follow."""
+    """A benchmark.boxes setting this build cannot follow."""
 
 
 # -- planning (called from the Snakefile) ----------------------------------
 
 def boxes_enabled(config: dict) -> bool:
     return bool(config["benchmark"]["ground_truth"]["source"] and config["benchmark"]["boxes"]["source"])
-
-
-def selection_enabled(config: dict) -> bool:
-    return bool(config["benchmark"]["ground_truth"]["source"] and config["benchmark"]["selection"]["truth"])
 
 
 def box_baseline_runs(config: dict) -> dict[str, dict]:
@@ -69,15 +64,11 @@ def box_baseline_runs(config: dict) -> dict[str, dict]:
             for kind in settings["boxes"]["baselines"] for feature in settings["features"]}
 
 
-def selection_runs(config: dict) -> list[str]:
-    return list(config["benchmark"]["selection"]["baselines"]) if selection_enabled(config) else []
-
-
 def check_config(config: dict) -> None:
-    """BoxConfigError for a combination of settings the box and selection rules cannot build."""
+    """BoxConfigError for a combination of settings the box rules cannot build."""
     settings = config["benchmark"]
-    boxes, selection = settings["boxes"], settings["selection"]
-    if (boxes["source"] or selection["truth"]) and not settings["ground_truth"]["source"]:
+    boxes = settings["boxes"]
+    if boxes["source"] and not settings["ground_truth"]["source"]:
         raise BoxConfigError("benchmark.boxes and benchmark.selection need the benchmark: set "
                              "benchmark.ground_truth.source")
     if boxes["source"] == "segmentations" and not config["input"]["segmentations"]:
@@ -87,12 +78,6 @@ def check_config(config: dict) -> None:
     if boxes["source"] and boxes["baselines"] and "knn" not in settings["baselines"]:
         raise BoxConfigError("benchmark.boxes.baselines are built from the knn runs: add knn to "
                              "benchmark.baselines (or set benchmark.boxes.baselines: [])")
-    if selection["truth"] and not selection["instances"] and not boxes["source"]:
-        from annobench.benchmark.selection_files import truth_format
-
-        if truth_format(selection["truth"]) == "csv":
-            raise BoxConfigError("benchmark.selection.truth is a descriptions CSV: give its box instances "
-                                 "(benchmark.selection.instances) or box ground truth (benchmark.boxes)")
 
 
 def boxes_job_settings(config: dict) -> dict:
@@ -102,14 +87,6 @@ def boxes_job_settings(config: dict) -> dict:
     boxes = config["benchmark"]["boxes"]
     return {"source": boxes["source"], "path": folder_state(boxes["path"]) if boxes["path"] else "",
             "segmentations": config["segmentations"] if boxes["source"] == "segmentations" else {}}
-
-
-def selection_job_settings(config: dict) -> dict:
-    from annobench.core.fingerprint import file_state
-
-    selection = config["benchmark"]["selection"]
-    return {**selection, "truth": file_state(selection["truth"]),
-            "instances": file_state(selection["instances"]) if selection["instances"] else ""}
 
 
 # -- the benchmark's images' sizes ---------------------------------------------
@@ -284,71 +261,6 @@ def build_box_baseline(name: str, spec: dict, settings: dict, inputs: dict, outp
         f"MAP@0 {result['MAP']['0']:.4f}, MAP@0.5 {result['MAP']['0.5']:.4f}")
 
 
-# -- content selection ----------------------------------------------------------
-
-def read_selection_truth_for(selection: dict, boxes_path: str | None, test_ids: list[str]) -> SelectionTruth:
-    """The gold descriptions of the test images, with their instances from the instances CSV, the
-    Flickr30k Entities records, or (neither given) the boxes table: instance = the box's number."""
-    from annobench.benchmark.selection_files import (
-        read_description_csv,
-        read_selection_truth,
-        truth_format,
-    )
-
-    if selection["instances"] or truth_format(selection["truth"]) == "flickr30k_entities":
-        truth = read_selection_truth(selection["truth"], selection["instances"] or None)
-    else:
-        if not boxes_path:
-            raise SelectionError(f"{selection['truth']}: a descriptions CSV needs benchmark.selection.instances "
-                                 "or benchmark.boxes")
-        truth = read_description_csv(selection["truth"], instances_from_boxes(pd.read_parquet(boxes_path)))
-    tested = set(test_ids)
-    images = {i: image for i, image in truth.images.items() if i in tested}
-    if not images:
-        raise SelectionError(f"{selection['truth']}: none of its {len(truth.images)} described images is a test "
-                             f"image of the benchmark (e.g. {', '.join(sorted(truth.images)[:3])})")
-    return SelectionTruth(images, {**truth.notes, "described_images_not_in_test": len(truth.images) - len(images)})
-
-
-def instances_from_boxes(boxes: pd.DataFrame) -> dict:
-    """image_id -> instance number (as text) -> Box, from the boxes table."""
-    from annobench.benchmark.selection import Box
-
-    instances: dict[str, dict] = {}
-    for image_id, instance, xmin, ymin, xmax, ymax in boxes[
-            ["image_id", "instance", "xmin", "ymin", "xmax", "ymax"]].itertuples(index=False):
-        instances.setdefault(image_id, {})[str(instance)] = Box(int(xmin), int(ymin), int(xmax), int(ymax))
-    return instances
-
-
-def build_selection_baselines(selection: dict, inputs: dict, outputs: dict, log) -> None:
-    """Each selection baseline evaluated on the test images (and the random and largest runs written)."""
-    from annobench.benchmark import selection as measure
-
-    truth = read_selection_truth_for(selection, inputs.get("boxes"), split_ids(inputs["splits"], "test"))
-    k, seed = selection["k"], selection["seed"]
-    for name in selection["baselines"]:
-        if name == "human":
-            scores = measure.human_scores(truth)
-        else:
-            chosen = (measure.random_selection(truth, seed, k) if name == "random"
-                      else measure.largest_selection(truth, k))
-            _write_selection_run(chosen, outputs[f"{name}_run"])
-            scores = measure.run_scores(truth, chosen)
-        result = {"run": f"selection_{name}", **measure.summarise(scores), "truth": truth.summary(),
-                  "settings": {"k": k, "seed": seed} if name != "human" else {}}
-        write_bytes_atomic(outputs[f"{name}_evaluation"], json_bytes(result))
-        log(f"selection_{name}: {result['images']} images; P {result['P']['mean']:.4f}, R {result['R']['mean']:.4f}, "
-            f"F {result['F']['mean']:.4f}")
-
-
-def _write_selection_run(chosen: dict[str, frozenset], path: str) -> None:
-    """The run CSV image_id,instance (selection_files' run form), images and instances sorted."""
-    lines = ["image_id,instance"] + [f"{image_id},{instance}" for image_id in sorted(chosen)
-                                     for instance in sorted(chosen[image_id])]
-    write_bytes_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))
-
-
 # -- the rules' jobs ----------------------------------------------------------
 
 def boxes_job(job: Job) -> list[dict]:
@@ -362,13 +274,3 @@ def box_baseline_job(job: Job) -> None:
     """Rule box_baseline: one box baseline run (the `run` wildcard), written and evaluated."""
     build_box_baseline(job.wildcards["run"], job.params["run"], job.params["settings"], job.inputs, job.outputs,
                        job.log)
-
-
-def selection_baselines_job(job: Job) -> list[dict]:
-    """Rule selection_baselines. Returns the description (and instance) files read."""
-    selection = job.config["benchmark"]["selection"]
-    build_selection_baselines(selection, job.inputs, job.outputs, job.log)
-    files = [raw_file(selection["truth"], Path(selection["truth"]).name, role="selection_truth")]
-    if selection["instances"]:
-        files.append(raw_file(selection["instances"], Path(selection["instances"]).name, role="selection_instances"))
-    return files

@@ -24,6 +24,7 @@ from annobench.benchmark.annotation.leaderboard import leaderboard_frame, leader
 from annobench.benchmark.annotation.stage import BenchmarkData
 from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.neighbours.stage import read_neighbours
+from annobench.benchmark.selection.leaderboard import selection_leaderboard_frame, selection_markdown
 from annobench.benchmark.settings import BenchmarkSettings
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
@@ -33,7 +34,7 @@ from annobench.core.tables import write_table
 # leaderboard frame and its Markdown, in the order the report shows them.
 SUBTASK_SECTIONS = (
     ("box", box_leaderboard.box_leaderboard_frame, box_leaderboard.box_markdown),
-    ("selection", box_leaderboard.selection_leaderboard_frame, box_leaderboard.selection_markdown),
+    ("selection", selection_leaderboard_frame, selection_markdown),
     ("caption", caption_leaderboard.caption_leaderboard_frame, caption_leaderboard.caption_markdown),
     ("illustration", caption_leaderboard.illustration_leaderboard_frame, caption_leaderboard.illustration_markdown),
 )

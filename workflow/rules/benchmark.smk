@@ -6,6 +6,7 @@ from annobench.benchmark.annotation import stage as annotation_stage
 from annobench.benchmark.captions import stage as caption_stage
 from annobench.benchmark.illustration import stage as illustration_stage
 from annobench.benchmark.neighbours import blocks as neighbour_blocks
+from annobench.benchmark.selection import stage as selection_stage
 
 BENCHMARK = config["benchmark"]
 BENCHMARK_ON = annotation_stage.enabled(config)
@@ -25,11 +26,12 @@ if BENCHMARK_ON:
 
 try:
     box_stage.check_config(config)
-except (box_stage.BoxConfigError, ValueError) as error:
+    selection_stage.check_config(config)
+except (box_stage.BoxConfigError, selection_stage.SelectionConfigError, ValueError) as error:
     raise WorkflowError(str(error))
 # The subtasks of SPEC 9 (rules in boxes.smk): box runs and selection baselines, on the leaderboard.
 BOX_RUNS = box_stage.box_baseline_runs(config)
-SELECTION_RUNS = box_stage.selection_runs(config)
+SELECTION_RUNS = selection_stage.selection_runs(config)
 BOX_TRUTH = {"boxes": out("tables/boxes/all.parquet"), "box_rejects": out("tables/box_rejects/all.parquet")}
 # Captions and text illustration (rules in captions.smk), on the leaderboard too.
 try:
@@ -187,7 +189,10 @@ rule benchmark_report:
     params:
         settings={key: BENCHMARK[key] for key in ("k", "overlap")},
         code=script_code(
-            "benchmark_report.py", "annobench.benchmark.box_leaderboard", "annobench.benchmark.caption_leaderboard"
+            "benchmark_report.py",
+            "annobench.benchmark.box_leaderboard",
+            "annobench.benchmark.selection.leaderboard",
+            "annobench.benchmark.caption_leaderboard",
         ),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,

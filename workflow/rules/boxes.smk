@@ -64,7 +64,7 @@ if SELECTION_RUNS:
         log:
             out("logs/selection_baselines.log"),
         params:
-            settings=box_stage.selection_job_settings(config),
+            settings=selection_stage.selection_job_settings(config),
             code=script_code("selection_baselines.py"),
         resources:
             mem_mb=1024 + INVENTORY.n_images // 100,

@@ -1,5 +1,5 @@
 """Content-selection files: ground truth (a description CSV with an instance CSV, or Flickr30k
-Entities phrase records) and runs, read into the model of annobench.benchmark.selection.
+Entities phrase records) and runs, read into the model of annobench.benchmark.selection.model.
 
 - Instances CSV `image_id,instance[,xmin,ymin,xmax,ymax]`: one row per box instance,
   inclusive integer pixel coordinates (optional, but all four or none).
@@ -22,7 +22,7 @@ import io
 from collections import defaultdict
 from pathlib import Path
 
-from annobench.benchmark.selection import Box, ImageTruth, SelectionError, SelectionTruth
+from annobench.benchmark.selection.model import Box, ImageTruth, SelectionError, SelectionTruth
 from annobench.core.fsutil import read_user_json, read_user_text
 
 INSTANCE_COLUMNS = ("image_id", "instance")

@@ -1,4 +1,4 @@
-"""Content selection (SPEC 9, subtask 3 of ImageCLEF 2016, seed 001 sections 2.5 and 3.4).
+"""The content-selection measure (SPEC 9, subtask 3 of ImageCLEF 2016, seed 001 sections 2.5 and 3.4).
 
 Each test image has box instances and gold descriptions; description m
 mentions the set G_m of the image's instances. A run selects a set S of the
@@ -18,66 +18,19 @@ or selections, and the leave-one-out P and R of the human upper bound, which
 are equal by symmetry (see human_scores), come out bitwise equal.
 
 Baselines: random_selection (at most k instances at random, seeded per
-image), largest_selection (the k largest boxes), and human_scores, the
-leave-one-out human upper bound. The readers are in selection_files.
+image) and largest_selection (the k largest boxes), in baselines; and
+human_scores, the leave-one-out human upper bound, here. The model (Box,
+ImageTruth, SelectionTruth) is in model, the readers in files.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping, Sequence
 
-from annobench.benchmark.splits import unit_hash
-from annobench.core.errors import AnnobenchError
-
-DEFAULT_K = 3  # "at most three bounding boxes" (seed 001 section 3.4)
-
-Selection = Mapping[str, frozenset]  # image_id -> the selected instance ids
-
-
-class SelectionError(AnnobenchError):
-    """Content-selection inputs that cannot be used (what and where in the message)."""
-
-
-@dataclass(frozen=True)
-class Box:
-    """Inclusive integer pixel coordinates (SPEC 9's "+1" convention)."""
-
-    xmin: int
-    ymin: int
-    xmax: int
-    ymax: int
-
-    @property
-    def area(self) -> int:
-        return (self.xmax - self.xmin + 1) * (self.ymax - self.ymin + 1)
-
-
-@dataclass(frozen=True)
-class ImageTruth:
-    """One test image: its box instances (id -> box, None when the coordinates are not
-    given) and its gold descriptions (id -> the instances it mentions, never empty)."""
-
-    boxes: Mapping[str, Box | None]
-    descriptions: Mapping[str, frozenset]
-
-
-@dataclass(frozen=True)
-class SelectionTruth:
-    """The images evaluated (each with at least one description), and what reading left out."""
-
-    images: Mapping[str, ImageTruth]
-    notes: dict = field(default_factory=dict)  # counts of what the reader skipped, for the JSON
-
-    def summary(self) -> dict:
-        return {
-            "images": len(self.images),
-            "descriptions": sum(len(image.descriptions) for image in self.images.values()),
-            "box_instances": sum(len(image.boxes) for image in self.images.values()),
-            **self.notes,
-        }
+from annobench.benchmark.selection.model import Selection, SelectionError, SelectionTruth
 
 
 @dataclass(frozen=True)
@@ -174,40 +127,3 @@ def _mean_and_std(values: list[Fraction]) -> dict:
     mean = _mean(values)
     variance = _mean([(v - mean) ** 2 for v in values])
     return {"mean": float(mean), "std": math.sqrt(variance)}
-
-
-# --- baselines ----------------------------------------------------------------
-
-def _check_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise SelectionError(f"k must be a positive integer, got {k!r}")
-    return k
-
-
-def random_selection(truth: SelectionTruth, seed: int, k: int = DEFAULT_K) -> dict[str, frozenset]:
-    """min(k, n) of each image's n instances, a uniformly random subset: the instances with
-    the smallest unit_hash(seed, image_id NUL instance). Each image's choice depends only on
-    the seed and its own ids, not on the order or presence of other images."""
-    k = _check_k(k)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise SelectionError(f"seed must be an integer >= 0, got {seed!r}")
-    chosen = {}
-    for image_id, image in sorted(truth.images.items()):
-        order = sorted(image.boxes, key=lambda instance: (unit_hash(seed, f"{image_id}\x00{instance}"), instance))
-        chosen[image_id] = frozenset(order[:k])
-    return chosen
-
-
-def largest_selection(truth: SelectionTruth, k: int = DEFAULT_K) -> dict[str, frozenset]:
-    """Each image's k largest boxes by area (all of them when it has fewer), ties towards the
-    smaller instance id (string order)."""
-    k = _check_k(k)
-    chosen = {}
-    for image_id, image in sorted(truth.images.items()):
-        missing = sorted(instance for instance, box in image.boxes.items() if box is None)
-        if missing:
-            raise SelectionError(f"image {image_id!r}: instance {missing[0]!r} has no box coordinates; "
-                                 "the largest-first baseline needs xmin,ymin,xmax,ymax")
-        order = sorted(image.boxes, key=lambda instance: (-image.boxes[instance].area, instance))
-        chosen[image_id] = frozenset(order[:k])
-    return chosen
