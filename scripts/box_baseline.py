@@ -1,11 +1,11 @@
-"""Snakemake entry point of rule box_baseline; the work is annobench.benchmark.box_stage.box_baseline_job."""
+"""Snakemake entry point of rule box_baseline; the work is annobench.benchmark.boxes.stage.box_baseline_job."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
 
-from annobench.benchmark.box_stage import box_baseline_job  # noqa: E402
+from annobench.benchmark.boxes.stage import box_baseline_job  # noqa: E402
 from annobench.core.jobs import run_snakemake_job  # noqa: E402
 
 run_snakemake_job(snakemake, box_baseline_job)

@@ -1,4 +1,4 @@
-"""The box baselines' pieces (annobench.benchmark.box_stage) without the workflow."""
+"""The box baselines' pieces (annobench.benchmark.boxes.baselines and .stage) without the workflow."""
 
 from __future__ import annotations
 
@@ -9,14 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annobench.benchmark.box_stage import (
-    BoxConfigError,
-    check_config,
-    knn_transfer_run,
-    transfer_box,
-    transfer_boxes,
-    whole_image_run,
-)
+from annobench.benchmark.boxes.baselines import knn_transfer_run, transfer_box, transfer_boxes, whole_image_run
+from annobench.benchmark.boxes.stage import BoxConfigError, check_config
 from annobench.benchmark.runs.model import Run
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from annobench.benchmark import box_leaderboard, caption_leaderboard
+from annobench.benchmark import caption_leaderboard
 from annobench.benchmark.annotation.diagnostics import (
     label_frequency_figure,
     label_set_stats,
@@ -22,6 +22,7 @@ from annobench.benchmark.annotation.diagnostics import (
 )
 from annobench.benchmark.annotation.leaderboard import leaderboard_frame, leaderboard_markdown
 from annobench.benchmark.annotation.stage import BenchmarkData
+from annobench.benchmark.boxes.leaderboard import box_leaderboard_frame, box_markdown
 from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.neighbours.stage import read_neighbours
 from annobench.benchmark.selection.leaderboard import selection_leaderboard_frame, selection_markdown
@@ -33,7 +34,7 @@ from annobench.core.tables import write_table
 # Each subtask's section: the name of its evaluations input and leaderboard output, its
 # leaderboard frame and its Markdown, in the order the report shows them.
 SUBTASK_SECTIONS = (
-    ("box", box_leaderboard.box_leaderboard_frame, box_leaderboard.box_markdown),
+    ("box", box_leaderboard_frame, box_markdown),
     ("selection", selection_leaderboard_frame, selection_markdown),
     ("caption", caption_leaderboard.caption_leaderboard_frame, caption_leaderboard.caption_markdown),
     ("illustration", caption_leaderboard.illustration_leaderboard_frame, caption_leaderboard.illustration_markdown),

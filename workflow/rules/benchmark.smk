@@ -1,8 +1,8 @@
 # The benchmark around the features (SPEC 8): ground truth, splits, baseline runs, their evaluation,
 # a leaderboard and diagnostics. Built when benchmark.ground_truth.source is set.
 
-from annobench.benchmark import box_stage
 from annobench.benchmark.annotation import stage as annotation_stage
+from annobench.benchmark.boxes import stage as box_stage
 from annobench.benchmark.captions import stage as caption_stage
 from annobench.benchmark.illustration import stage as illustration_stage
 from annobench.benchmark.neighbours import blocks as neighbour_blocks
@@ -190,7 +190,7 @@ rule benchmark_report:
         settings={key: BENCHMARK[key] for key in ("k", "overlap")},
         code=script_code(
             "benchmark_report.py",
-            "annobench.benchmark.box_leaderboard",
+            "annobench.benchmark.boxes.leaderboard",
             "annobench.benchmark.selection.leaderboard",
             "annobench.benchmark.caption_leaderboard",
         ),

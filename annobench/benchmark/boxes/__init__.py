@@ -10,5 +10,8 @@ box text folders or labelled segmentations, with rejects), ``lines`` (one line
 of a text or CSV run taken apart), ``coco_results`` (a COCO results list as a
 run), ``checker`` (check_box_run and the check-box-run command), ``forms``
 (box runs read and written in every form), ``measure`` (IoU, AP, MAP at
-overlap thresholds) and ``commands`` (the boxes and evaluate-boxes commands).
+overlap thresholds), ``commands`` (the boxes and evaluate-boxes commands),
+``baselines`` (whole-image and k-NN transfer runs), ``stage`` (planning and
+the jobs of rules benchmark_boxes and box_baseline) and ``leaderboard`` (its
+table and Markdown).
 """
