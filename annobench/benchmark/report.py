@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from annobench.benchmark import caption_leaderboard
 from annobench.benchmark.annotation.diagnostics import (
     label_frequency_figure,
     label_set_stats,
@@ -23,6 +22,8 @@ from annobench.benchmark.annotation.diagnostics import (
 from annobench.benchmark.annotation.leaderboard import leaderboard_frame, leaderboard_markdown
 from annobench.benchmark.annotation.stage import BenchmarkData
 from annobench.benchmark.boxes.leaderboard import box_leaderboard_frame, box_markdown
+from annobench.benchmark.captions.leaderboard import caption_leaderboard_frame, caption_markdown
+from annobench.benchmark.illustration.leaderboard import illustration_leaderboard_frame, illustration_markdown
 from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.neighbours.stage import read_neighbours
 from annobench.benchmark.selection.leaderboard import selection_leaderboard_frame, selection_markdown
@@ -36,8 +37,8 @@ from annobench.core.tables import write_table
 SUBTASK_SECTIONS = (
     ("box", box_leaderboard_frame, box_markdown),
     ("selection", selection_leaderboard_frame, selection_markdown),
-    ("caption", caption_leaderboard.caption_leaderboard_frame, caption_leaderboard.caption_markdown),
-    ("illustration", caption_leaderboard.illustration_leaderboard_frame, caption_leaderboard.illustration_markdown),
+    ("caption", caption_leaderboard_frame, caption_markdown),
+    ("illustration", illustration_leaderboard_frame, illustration_markdown),
 )
 
 

@@ -192,7 +192,8 @@ rule benchmark_report:
             "benchmark_report.py",
             "annobench.benchmark.boxes.leaderboard",
             "annobench.benchmark.selection.leaderboard",
-            "annobench.benchmark.caption_leaderboard",
+            "annobench.benchmark.captions.leaderboard",
+            "annobench.benchmark.illustration.leaderboard",
         ),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,

@@ -5,6 +5,8 @@ Callers import each name from the module that defines it (this package re-export
 nothing): ``files`` (references and runs read from CSV or JSON, the `captions` table),
 ``meteor`` (the Java tools: one Meteor process per evaluation, the PTB tokenizer, and the
 check that pycocoevalcap and Java are there), ``measure`` (per-image Meteor statistics,
-corpus Meteor, BLEU, ROUGE-L, CIDEr, and the leave-one-out human upper bound) and
-``commands`` (the evaluate-captions command).
+corpus Meteor, BLEU, ROUGE-L, CIDEr, and the leave-one-out human upper bound),
+``commands`` (the evaluate-captions command), ``baselines`` (nearest and consensus caption
+transfer), ``blocks`` (Meteor statistics a block of test images at a time), ``stage``
+(planning and the caption rules' jobs) and ``leaderboard`` (its table and Markdown).
 """

@@ -7,6 +7,8 @@ scored by R@k. Callers import each name from the module that defines it
 pages, the `queries` table), ``runs`` (ranking runs read, checked and
 written), ``measure`` (the truth file, R@k and chance), ``baselines``
 (random and tf-idf runs), ``commands`` (the bodies of `annobench
-illustration`, `evaluate-illustration` and `check-illustration-run`) and
-``arguments`` (their parsers).
+illustration`, `evaluate-illustration` and `check-illustration-run`),
+``arguments`` (their parsers), ``stage`` (planning and the jobs of rules
+illustration_queries and illustration) and ``leaderboard`` (its table and
+Markdown).
 """
