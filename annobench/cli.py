@@ -241,9 +241,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     """Every measure of SPEC 8 for one run against a ground truth, as JSON."""
     from annobench.benchmark.annotation.ground_truth import read_truth_csv, truth_matrix
     from annobench.benchmark.annotation.measure import evaluate, per_concept_table
+    from annobench.benchmark.json_form import json_bytes
     from annobench.benchmark.runs.concepts import read_concepts
     from annobench.benchmark.runs.files import read_run
-    from annobench.benchmark.json_form import json_bytes
     from annobench.core.fsutil import write_bytes_atomic
 
     concepts = read_concepts(args.concepts)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from annobench.benchmark.boxes.measure import DEFAULT_THRESHOLDS, evaluate_boxes
 from annobench.benchmark.boxes.baselines import knn_transfer_run, whole_image_run
+from annobench.benchmark.boxes.measure import DEFAULT_THRESHOLDS, evaluate_boxes
 from annobench.benchmark.boxes.model import BoxInputError
 from annobench.benchmark.image_list import ImageList
 from annobench.benchmark.json_form import json_bytes
