@@ -26,21 +26,33 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
 
 
-def test_layers_contract_is_kept():
+def test_layers_contracts_are_kept():
     done = lint_imports(REPO)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 kept, 0 broken" in done.stdout
+    assert "2 kept, 0 broken" in done.stdout
+
+
+def lint_with_import(tmp_path: Path, module: str, imported: str) -> subprocess.CompletedProcess:
+    """import-linter on a copy of the package where `module` (a path under annobench/) also imports `imported`."""
+    shutil.copytree(PACKAGE, tmp_path / "annobench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / ".importlinter", tmp_path / ".importlinter")
+    path = tmp_path / "annobench" / module
+    path.write_text(path.read_text() + f"\nimport {imported}  # noqa\n")
+    return lint_imports(tmp_path)
 
 
 def test_an_upward_import_breaks_the_layers_contract(tmp_path):
-    shutil.copytree(PACKAGE, tmp_path / "annobench", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / ".importlinter", tmp_path / ".importlinter")
-    layout = tmp_path / "annobench" / "core" / "layout.py"
-    layout.write_text(layout.read_text() + "\nfrom annobench.release import assemble  # noqa\n")
-    done = lint_imports(tmp_path)
+    done = lint_with_import(tmp_path, "core/layout.py", "annobench.release.assemble")
     assert done.returncode != 0
     assert "annobench.core is not allowed to import annobench.release" in done.stdout
     assert "annobench.core.layout -> annobench.release.assemble" in done.stdout
+
+
+def test_a_subtask_importing_another_breaks_the_subtasks_contract(tmp_path):
+    done = lint_with_import(tmp_path, "benchmark/boxes/stage.py", "annobench.benchmark.annotation.ground_truth")
+    assert done.returncode != 0
+    assert "annobench.benchmark.boxes is not allowed to import annobench.benchmark.annotation" in done.stdout
+    assert "annobench.benchmark.boxes.stage -> annobench.benchmark.annotation.ground_truth" in done.stdout
 
 
 def test_every_stage_is_a_package_with_a_docstring_saying_what_it_takes_and_gives():
