@@ -56,8 +56,8 @@ def test_by_shard_gives_the_msrc_browser_byte_for_byte(msrc_build, tmp_path):
 @pytest.fixture(scope="module")
 def synthetic(demo_build, tmp_path_factory) -> Path:
     """The demo repeated as 60 images in 8 shards, its ground truth, splits and runs in one file each
-    (so browse_prepare regroups them), as benchmarks/bench_browse.py makes it."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    (so browse_prepare regroups them), as perf/bench_browse.py makes it."""
+    sys.path.insert(0, str(REPO / "perf"))
     import bench_browse
 
     bench_browse.IMAGES_PER_SHARD = 8

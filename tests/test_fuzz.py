@@ -2,8 +2,8 @@
 of the shared real files, each case bounded in memory and time, must end in output, its documented error or
 a rejects row.
 
-The harness (benchmarks/fuzzing.py, with the targets in benchmarks/fuzz_targets.py) is shared with the long
-campaign, benchmarks/fuzz.py. Here each target gets its unmutated seeds (which must read: a harness whose
+The harness (tests/fuzz/harness.py, with the targets in tests/fuzz/targets.py) is shared with the long
+campaign, tests/fuzz/campaign.py. Here each target gets its unmutated seeds (which must read: a harness whose
 reader fails on real files tests nothing) and one case of each mutator, in one child process limited to
 4 GiB of address space, 1 GB resident and 30 s a case. The hypothesis tests mutate the text formats
 in-process, where hypothesis can shrink a failing file to its smallest form.
@@ -21,10 +21,9 @@ from hypothesis import strategies as st
 
 from conftest import REAL, REPO, require_shared
 
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tests" / "fuzz"))
 
-from fuzz_targets import TARGETS  # noqa: E402
-from fuzzing import (  # noqa: E402
+from harness import (  # noqa: E402
     FAILED,
     MUTATORS,
     PASSED,
@@ -36,6 +35,7 @@ from fuzzing import (  # noqa: E402
     run_batch,
     seeded_cases,
 )
+from targets import TARGETS  # noqa: E402
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))

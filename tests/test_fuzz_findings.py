@@ -15,9 +15,9 @@ import pytest
 
 from conftest import REAL, REPO, require_shared
 
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tests" / "fuzz"))
 
-from fuzzing import Case, Result, build_seeds, run_batch, zeros_deflate  # noqa: E402
+from harness import Case, Result, build_seeds, run_batch, zeros_deflate  # noqa: E402
 
 
 def bounded_read(target: str, name: str, data: bytes, tmp_path) -> Result:

@@ -1,4 +1,4 @@
-"""Real WARC files for the tests and benchmarks: saved pages served on 127.0.0.1 and archived by GNU wget.
+"""Real WARC files for the tests and perf/: saved pages served on 127.0.0.1 and archived by GNU wget.
 
 wget (the Debian package) fetches each page with its page requisites
 (`--page-requisites`: the images, styles and scripts it shows) and writes

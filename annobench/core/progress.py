@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 # CPU seconds this process had used when its job's work began (interpreter, Snakemake's
-# script preamble, imports): a fixed cost per job, which benchmarks set apart.
+# script preamble, imports): a fixed cost per job, which the speed measurements (perf/) set apart.
 startup_cpu_seconds: float | None = None
 
 

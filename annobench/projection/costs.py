@@ -35,7 +35,7 @@ from annobench.core.provenance import read_job_records
 from annobench.core.tables import image_ids
 from annobench.visual.stage import FEATURES
 
-# bench_baselines.py (README, Benchmarks): 837 s for 10,000 x 500,000 x 5,000-d on one core
+# perf/bench_baselines.py (README, Benchmarks): 837 s for 10,000 x 500,000 x 5,000-d on one core
 # of this machine. A small build's search is all reading and start-up, so its products are
 # timed there.
 NEIGHBOUR_RATE = 837 / (10_000 * 500_000 * 5_000)

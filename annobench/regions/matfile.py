@@ -28,7 +28,7 @@ kept): numeric and logical arrays as numpy arrays of the stored class, char
 arrays as `str` (one row) or an array of row strings, cell arrays as object
 arrays, struct arrays as object arrays of `dict` (field -> value).
 
-Why not `scipy.io.loadmat` (scipy 1.17.1, measured by benchmarks/bench_matfile.py):
+Why not `scipy.io.loadmat` (scipy 1.17.1, measured by perf/bench_matfile.py):
 - the same arrays: bitwise equal label maps on all 296 MSRC-v2 and 200 BSDS500
   files of the shared data;
 - the same speed: loadmat took 0.81-1.09x this reader's time on BSDS500

@@ -2,7 +2,7 @@
 
 The run cycles through the lines of the real ImageCLEF 2014 runs (17-96 pairs a
 line) under fresh ids; each step runs in its own process so peak RSS is its own.
-Usage: python3 benchmarks/bench_runs.py WORKDIR [N_LINES]
+Usage: python3 perf/bench_runs.py WORKDIR [N_LINES]
 """
 
 from __future__ import annotations

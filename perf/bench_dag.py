@@ -1,6 +1,6 @@
 """How long `snakemake -n` takes to plan a build of many images, and its memory.
 
-    python3 benchmarks/bench_dag.py [--images 510123] [--pages-per-image 2]
+    python3 perf/bench_dag.py [--images 510123] [--pages-per-image 2]
 
 Writes an image list of N ids that cycle through the 200 real BSDS500
 photos (so every path exists) and a page map putting every image on

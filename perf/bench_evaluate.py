@@ -1,6 +1,6 @@
 """Evaluation measures (SPEC 8): seconds and peak memory of `evaluate`, one core.
 
-    python3 benchmarks/bench_evaluate.py [--images 10000] [--concepts 1000]
+    python3 perf/bench_evaluate.py [--images 10000] [--concepts 1000]
 
 The score and decision matrices are built from the two real ImageCLEF 2014
 development runs in ../shared (random and co-occurrence baselines, 1,940

@@ -1,15 +1,15 @@
 """The long fuzz campaign: every reader of outside files, round-robin, on mutations of the shared real files.
 
-    python3 benchmarks/fuzz.py --minutes 30 [--out DIR] [--batch 60] [--seed S] [--targets a,b]
+    python3 tests/fuzz/campaign.py --minutes 30 [--out DIR] [--batch 60] [--seed S] [--targets a,b]
 
 Each round gives every target a batch of cases (random mutators and seed
 files, from a random campaign seed unless --seed is given), read in one
-bounded child process per batch (benchmarks/fuzzing.py: 4 GiB of address
+bounded child process per batch (tests/fuzz/harness.py: 4 GiB of address
 space, 1 GB resident, 30 s a case). At the end it prints the cases tried
 and the outcomes per class for each target, and writes every failing case
 to DIR/failures/<target>-<k>/: the mutated file and case.json (target,
 seed file, mutator, number, outcome, error, traceback), which
-`fuzzing.mutated` makes again from the same case. DIR/summary.json holds
+`harness.mutated` makes again from the same case. DIR/summary.json holds
 the figures. Exit status 1 when any case failed. Needs ../shared.
 """
 
@@ -25,8 +25,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from fuzz_targets import REAL, TARGETS
-from fuzzing import FAILED, OUTCOMES, Bounds, Result, build_seeds, mutated, random_cases, run_batch
+from harness import FAILED, OUTCOMES, Bounds, Result, build_seeds, mutated, random_cases, run_batch
+from targets import REAL, TARGETS
 
 
 def arguments() -> argparse.Namespace:

@@ -1,6 +1,6 @@
 """Codebook training at full scale: bounded Lloyd against plain and exact Lloyd.
 
-    python3 benchmarks/bench_codebook.py [--rows 1250000] [--threads 2]
+    python3 perf/bench_codebook.py [--rows 1250000] [--threads 2]
 
 The sample is OpponentSIFT descriptors (384-d) of the real photos in
 ../shared/data/real, each also mirrored, until --rows (the full-size
@@ -23,7 +23,7 @@ of the sample's descriptors that the plain codebook and each other assign
 to the same word, and how well each fits the sample (mean squared distance
 of a descriptor to its nearest word: what k-means lowers).
 
-    python3 benchmarks/bench_codebook.py --rows 180000 --kernels Haswell,Sandybridge,SkylakeX
+    python3 perf/bench_codebook.py --rows 180000 --kernels Haswell,Sandybridge,SkylakeX
 
 instead trains plain and bounded codebooks under each OpenBLAS kernel
 (OPENBLAS_CORETYPE: this machine computes as those CPUs would) and prints,

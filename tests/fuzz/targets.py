@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # the checkout, above tests/fuzz/
 REAL = REPO.parent / "shared" / "data" / "real"
 SEGMENTATIONS = REAL / "segmentations"
 MSRC_MATS = SEGMENTATIONS / "msrc_v2" / "newsegmentations_mats"

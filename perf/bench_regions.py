@@ -1,6 +1,6 @@
 """Region features (SPEC 5) and spatial relations (SPEC 6): regions per second and peak memory, one core.
 
-    python3 benchmarks/bench_regions.py
+    python3 perf/bench_regions.py
 
 Runs on the real segmentations in ../shared: MSRC-v2 (296 photos, one
 segmentation each) and BSDS500 (200 photos, all 4-9 annotators, the Lab

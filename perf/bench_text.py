@@ -1,6 +1,6 @@
 """Near-image text features: pages per second and peak memory on the shared pages.
 
-    python3 benchmarks/bench_text.py
+    python3 perf/bench_text.py
 
 For each collection: reading, decoding, parsing and cleaning every page
 (and its well-formed XML copy), then the whole text extraction of the

@@ -1,6 +1,6 @@
 """Pages and images read from a web archive (WARC) against the same files read from their folders.
 
-    python3 benchmarks/bench_warc.py [--repeat 3] [--profile]
+    python3 perf/bench_warc.py [--repeat 3] [--profile]
 
 GNU wget crawls the shared saved pages (dataset_popular, kiwix_wikipedia),
 served on 127.0.0.1, into a per-record gzip .warc.gz in a temporary folder

@@ -1,6 +1,6 @@
 """Text illustration (SPEC 9): seconds and peak memory of R@k and of the run checker, one core.
 
-    python3 benchmarks/bench_illustration.py [--queries 180000] [--candidates 200000]
+    python3 perf/bench_illustration.py [--queries 180000] [--candidates 200000]
 
 The 2016 teaser's size: 180,000 query documents, 200,000 candidate images,
 a run of 100 ranks per query (18 million lines). Synthetic, seeded run:

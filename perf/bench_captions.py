@@ -1,7 +1,7 @@
 """The caption measure (SPEC 9, subtask 2): wall time, CPU time (Java children included) and
 peak memory of evaluate_run, Meteor 1.5 through pycocoevalcap, at the 2016 test size.
 
-    python3 benchmarks/bench_captions.py [--images 3070] [--references 10] [--human]
+    python3 perf/bench_captions.py [--images 3070] [--references 10] [--human]
 
 Synthetic, seeded sentences from a real word list: the words of the shared kiwix Wikipedia
 pages (the 2,000 most frequent of 3 to 12 letters). Each image has a topic of 12 such words;

@@ -1,6 +1,6 @@
 """The localisation measure (SPEC 9): seconds and peak memory of evaluate-boxes, one core.
 
-    python3 benchmarks/bench_boxes.py [--images 10000] [--concepts 251] [--boxes-per-image 20]
+    python3 perf/bench_boxes.py [--images 10000] [--concepts 251] [--boxes-per-image 20]
 
 Synthetic but realistic, seeded inputs. Ground truth: each image has a size
 between 300 and 1024 pixels a side and 1 + Poisson(2) boxes; concepts

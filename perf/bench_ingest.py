@@ -1,6 +1,6 @@
 """Ingest + resize throughput and peak memory on the 200 BSDS500 photos.
 
-    python3 benchmarks/bench_ingest.py [--repeat 3]
+    python3 perf/bench_ingest.py [--repeat 3]
 
 Runs one shard in this process (one core) and prints images per second per
 core and the peak resident memory; then the same 200 photos through

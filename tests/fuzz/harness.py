@@ -1,6 +1,6 @@
 """The fuzz harness: mutators, and a runner that reads a batch of mutated files in one bounded child process.
 
-Used by tests/test_fuzz.py (seeded, short) and benchmarks/fuzz.py (the long
+Used by tests/test_fuzz.py (seeded, short) and tests/fuzz/campaign.py (the long
 campaign). A case is (target, seed file, mutator, number); the same case
 always gives the same bytes. The parent writes a batch of cases to disk and
 starts ONE child per batch (a Python per case would cost more than the
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve()
-REPO = SCRIPT.parents[1]
+REPO = SCRIPT.parents[2]  # the checkout, above tests/fuzz/
 PASSED = ("ok", "documented", "rejects")
 FAILED = ("traceback", "over_time", "over_memory", "crash")
 OUTCOMES = PASSED + FAILED
@@ -364,7 +364,7 @@ def child_main(target_name: str, aux: str, manifest: str, address_space: str, re
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
     report = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
-    from fuzz_targets import HARNESS_CHECK, TARGETS
+    from targets import HARNESS_CHECK, TARGETS
 
     target = TARGETS.get(target_name) or {HARNESS_CHECK.name: HARNESS_CHECK}[target_name]
     documented = target.documented()
@@ -387,7 +387,7 @@ def child_main(target_name: str, aux: str, manifest: str, address_space: str, re
 def build_seeds(target: str, aux: Path) -> dict[str, bytes]:
     """The target's seeds; its companion files written to aux (in a child: the readers' imports stay there)."""
     aux.mkdir(parents=True, exist_ok=True)
-    script = ("import json, sys; sys.path[:0] = [{b!r}, {r!r}]; from fuzz_targets import TARGETS; "
+    script = ("import json, sys; sys.path[:0] = [{b!r}, {r!r}]; from targets import TARGETS; "
               "from pathlib import Path; seeds = TARGETS[{t!r}].seeds(Path({a!r})); "
               "sys.stdout.write(json.dumps({{k: v.hex() for k, v in seeds.items()}}))").format(
         b=str(SCRIPT.parent), r=str(REPO), t=target, a=str(aux))

@@ -1,6 +1,6 @@
 """Compare two builds of the same inputs: what a change to the code changed.
 
-    python3 benchmarks/compare_builds.py BUILD_A BUILD_B
+    python3 perf/compare_builds.py BUILD_A BUILD_B
 
 BUILD_A and BUILD_B are output folders (`output:` of the config). Prints, per
 table under tables/, whether its rows are identical or, for float columns

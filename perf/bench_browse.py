@@ -1,9 +1,9 @@
 """The release browser: time, files and bytes per 1,000 images, the largest page, and the
 projection for 500,000 images.
 
-    python3 benchmarks/bench_browse.py [BUILD]                      # the browser of an existing build
-    python3 benchmarks/bench_browse.py --images 5000 [--template T]  # of a synthetic build
-    python3 benchmarks/bench_browse.py --images 5000 --by-shard     # also the per-shard jobs' code path
+    python3 perf/bench_browse.py [BUILD]                      # the browser of an existing build
+    python3 perf/bench_browse.py --images 5000 [--template T]  # of a synthetic build
+    python3 perf/bench_browse.py --images 5000 --by-shard     # also the per-shard jobs' code path
 
 Without BUILD, a synthetic build of N images is made in a scratch folder
 from a real one (`--template`, default the demo build `results/demo`; the

@@ -1,7 +1,7 @@
 """The projection's simulator against reality: a finished build's own DAG, costed by the job
 records (per-rule rates), simulated on the cores it ran on, beside its measured wall time.
 
-    python3 benchmarks/bench_projection.py BUILD_DIR [--cores 2] [--records OTHER_BUILD ...] [--out-of-sample]
+    python3 perf/bench_projection.py BUILD_DIR [--cores 2] [--records OTHER_BUILD ...] [--out-of-sample]
 
 BUILD_DIR holds the build's config.yaml, out/ and .snakemake/ (a test build, or
 `annobench bench --workdir`). The costs come from BUILD_DIR's records and any --records builds;

@@ -1,6 +1,6 @@
 """Dense SIFT and bag of words: speed per channel and per image, codebook memory.
 
-    python3 benchmarks/bench_bow.py
+    python3 perf/bench_bow.py
 
 1. Descriptor extraction in ms per 240x160 channel on the 200 BSDS500 photos
    (stored resized images), next to OpenCV's per-keypoint compute() on the

@@ -1,8 +1,8 @@
 """Baselines at ImageCLEF scale: blocked k-NN and the co-occurrence baseline, one core.
 
-    python3 benchmarks/bench_baselines.py                       # 10,000 x 500,000 x 5,000-d (long)
-    python3 benchmarks/bench_baselines.py --test 1000 --train 20000 --dim 5000
-    python3 benchmarks/bench_baselines.py --skip-knn            # only the co-occurrence part
+    python3 perf/bench_baselines.py                       # 10,000 x 500,000 x 5,000-d (long)
+    python3 perf/bench_baselines.py --test 1000 --train 20000 --dim 5000
+    python3 perf/bench_baselines.py --skip-knn            # only the co-occurrence part
 
 (a) k-NN: test images against training vectors generated block by block
 from real ones (the Mulan scene features, 294-d, tiled up to --dim values,

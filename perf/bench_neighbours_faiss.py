@@ -1,8 +1,8 @@
 """Our exact neighbour search against FAISS's exact IndexFlatL2, same vectors and k, side by side.
 
     pip install -e '.[bench]'     # faiss-cpu, threadpoolctl
-    python3 benchmarks/bench_neighbours_faiss.py                              # 2,000 x 100,000 x 5,000-d
-    python3 benchmarks/bench_neighbours_faiss.py --test 10000 --train 500000  # full size: 10 GB of vectors held
+    python3 perf/bench_neighbours_faiss.py                              # 2,000 x 100,000 x 5,000-d
+    python3 perf/bench_neighbours_faiss.py --test 10000 --train 500000  # full size: 10 GB of vectors held
 
 Vectors as in bench_baselines.py: the Mulan scene features tiled up to --dim values, rows cycled,
 each copy perturbed (seeded), held in memory. For 1 and 2 threads, prints queries per second of

@@ -1,6 +1,6 @@
 """annobench's MATLAB v5 reader (`read_mat`) against `scipy.io.loadmat`: speed, memory, hostile files.
 
-    python3 benchmarks/bench_matfile.py [--shared ../shared] [--repeat 5] [--variants 200]
+    python3 perf/bench_matfile.py [--shared ../shared] [--repeat 5] [--variants 200]
 
 Answers the question "keep annobench/regions/matfile.py, or read the .mat
 files with scipy (already a dependency)?" on what the importers read:

@@ -1,6 +1,6 @@
 """Global visual features: ms per image and peak memory, one core.
 
-    python3 benchmarks/bench_features.py
+    python3 perf/bench_features.py
 
 1. Colour GIST on the 40 real 256x256 inputs of ../shared/reference/gist_lear
    (LEAR's C code: about 180 ms per image on one core of these machines;
