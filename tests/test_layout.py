@@ -14,7 +14,8 @@ from conftest import REPO
 
 PACKAGE = REPO / "annobench"
 STAGES = ("core", "sources", "images", "visual", "text", "regions", "benchmark", "release", "projection")
-TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "bench.py", "demo.py"}
+# Entry points: the command line (cli, bench, demo) and the workflow's plan, read by the rule files.
+TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "bench.py", "demo.py", "plan.py"}
 MAX_LINES = 700
 
 

@@ -132,9 +132,10 @@ def test_the_same_bytes_on_one_and_two_blas_threads(shards, tmp_path):
 # --- the workflow ------------------------------------------------------------
 
 def blocks_config(workdir: Path, test_block_images: int, training_block_images: int) -> Path:
-    """The demo's benchmark with two images a shard and the given neighbour blocks."""
+    """The demo's benchmark with two images a shard and the given neighbour blocks, a job per
+    feature's search as in a build of more than sharding.merge_below_images."""
     config = {"output": "out", **demo_sections(REPO / "demo"), "features": {"bow": {"words": 50, "iterations": 10}},
-              "sharding": {"images_per_shard": 2}}
+              "sharding": {"images_per_shard": 2, "merge_below_images": 0}}
     config["benchmark"]["neighbours"] = {"test_block_images": test_block_images,
                                          "training_block_images": training_block_images}
     path = workdir / "config.yaml"

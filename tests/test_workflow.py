@@ -169,7 +169,8 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
     photos = bsds_photos(21)
     for p in photos[:20]:
         shutil.copy(p, images / p.name)
-    sections = {"input": {"images": str(images)}, "sharding": {"images_per_shard": 8}}
+    # Four shards and no merged jobs: the rule structure of a full build.
+    sections = {"input": {"images": str(images)}, "sharding": {"images_per_shard": 8, "merge_below_images": 0}}
     config = write_config(tmp_path, **sections)
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
     assert planned_jobs(tmp_path, config) == {}
@@ -250,16 +251,24 @@ def test_lint_is_clean():
     assert "Congratulations, your workflow is in a good condition" in result.stdout + result.stderr
 
 
-def test_each_baseline_run_is_a_job_of_its_own(tmp_path):
-    """Issue 29: the runs are independent, and one job for all of them sat last on the 2016
-    critical path; each run's job is planned apart (its files, its feature's neighbours)."""
+def test_each_baseline_run_is_a_job_of_its_own_unless_the_build_is_small(tmp_path):
+    """The runs are independent, and one job for all of them sat last on the 2016 critical path:
+    each run's job is planned apart (its files, its feature's neighbours). A build of fewer
+    images than sharding.merge_below_images runs each such family as one job instead."""
     from annobench.benchmark.annotation.stage import baseline_runs
     from annobench.core.config import deep_merge, load_config
 
     settings = {"output": "out", **demo_sections(REPO / "demo"), "features": {"bow": {"words": 50, "iterations": 10}}}
-    config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(settings))
     runs = baseline_runs(deep_merge(load_config(), settings), has_text=True)
     assert {"random", "knn_gist", "cooccurrence_gist"} <= set(runs)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({**settings, "sharding": {"merge_below_images": 0}}))
     jobs = planned_jobs(tmp_path, config)
-    assert jobs["baseline"] == len(runs) and "baselines" not in jobs
+    assert jobs["baseline"] == len(runs) and jobs["benchmark_neighbours"] == 7 and jobs["bow_codebook_sift"] == 1
+    assert not [rule for rule in jobs if rule.endswith("_merged")]
+
+    config.write_text(yaml.safe_dump(settings))  # the demo's 9 images: under the default 1,000
+    jobs = planned_jobs(tmp_path, config)
+    assert {rule: count for rule, count in jobs.items() if rule.endswith("_merged")} == {
+        "baseline_merged": 1, "benchmark_neighbours_merged": 1, "bow_codebook_merged": 1}
+    assert not {"baseline", "benchmark_neighbours", "bow_codebook_sift"} & set(jobs)

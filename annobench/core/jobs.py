@@ -15,7 +15,7 @@ files the build read, where it read them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -98,6 +98,30 @@ class Job:
             output_files=[place(p) for p in files["output_files"]],
             wildcards=entry["wildcards"] or {}, log=lambda line: None, recorded_raw=entry["raw_inputs"],
         )
+
+
+def part_jobs(job: Job) -> list[Job]:
+    """The jobs a merged job stands for. A small build runs a family of per-run jobs (a
+    baseline run each, a feature's neighbour search each, ...) as one job (annobench.plan);
+    its params hold, per part, the wildcards, params, inputs and outputs the per-run rule
+    would have given that part's job, beside the params the parts share."""
+    shared = {key: value for key, value in job.params.items() if key != "parts"}
+    return [replace(job, params={**shared, **part["params"]}, wildcards=part["wildcards"],
+                    inputs=part["inputs"], outputs=part["outputs"],
+                    input_files=_flat(part["inputs"]), output_files=_flat(part["outputs"]))
+            for part in job.params["parts"]]
+
+
+def run_parts(job: Job, job_function: Callable[[Job], list[dict] | None]) -> list[dict]:
+    """A merged job: the per-run job function on each part in turn; the raw inputs they read."""
+    raw: list[dict] = []
+    for part in part_jobs(job):
+        raw += [entry for entry in job_function(part) or [] if entry not in raw]
+    return raw
+
+
+def _flat(named: dict[str, Paths]) -> list[str]:
+    return [path for value in named.values() for path in ([value] if isinstance(value, str) else value)]
 
 
 def run_snakemake_job(snakemake, job_function: Callable[[Job], list[dict] | None], record: bool = True) -> None:

@@ -75,7 +75,7 @@ def synthetic_config(folder: Path, n_images: int, shape: str, images_per_shard: 
         "output": "out",
         "input": {"image_list": str(folder / "images.csv"), "pages": str(folder / "pages"),
                   "page_map": str(folder / "page_map.csv"), "segmentations": str(folder / "segmentations")},
-        "sharding": {"images_per_shard": images_per_shard},
+        "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},
         "segmentations": {"kind": "bsds", "annotator": 1},
         "benchmark": benchmark,
     }

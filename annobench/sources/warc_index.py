@@ -389,7 +389,7 @@ def mapping_csv(rows: list[tuple[str, str, str, str]]) -> bytes:
 
 # --- a shard's part, for its jobs -----------------------------------------------------------
 # A job needs its shard's images and pages only: at 500,000 images the whole catalogue is
-# hundreds of MB that every ingest and text job would load. The planning writes each shard's
+# hundreds of MB that every ingest and text job would load. Rule warc_slices writes each shard's
 # part once (per catalogue and shard count), and a job reads its own.
 
 SLICES = "work/warc/shards"
@@ -407,6 +407,22 @@ class ShardSlice:
 
 def _slice_folder(out_dir: Path, key: str, n_shards: int) -> Path:
     return out_dir / SLICES / f"{key[:16]}-{n_shards}"
+
+
+def slices_marker(out_dir: Path | str, key: str, n_shards: int) -> str:
+    """The file whose presence says every shard's part of this catalogue is written (rule warc_slices)."""
+    return str(_slice_folder(Path(out_dir), key, n_shards) / COMPLETE)
+
+
+def warc_slices_job(job: Job) -> None:
+    """Rule warc_slices: each shard's part of the catalogue, once, before the shards' jobs."""
+    index = index_for(job.config, job.log)
+    if index.key != job.params["listing"]:
+        from annobench.sources.listing import ListingChanged
+
+        raise ListingChanged("the web archives changed after the workflow was planned; run snakemake again")
+    write_shard_slices(index, job.out_dir, job.params["n_shards"])
+    job.log(f"{len(index.images)} images and {len(index.pages)} pages in {job.params['n_shards']} shard parts")
 
 
 def write_shard_slices(index: WarcIndex, out_dir: Path | str, n_shards: int) -> None:

@@ -1,68 +1,23 @@
-# The benchmark around the features (SPEC 8): ground truth, splits, baseline runs, their evaluation,
-# a leaderboard and diagnostics. Built when benchmark.ground_truth.source is set.
+# The image-level annotation benchmark around the features: ground truth and splits, each test
+# image's nearest training images, the baseline runs and their evaluation (the measures of the
+# ImageCLEF 2012 task, Villegas and Paredes 2014, section 2.5, and Dutta et al. 2018), and the
+# region-level benchmark (Escalante et al. 2008, section 5). Built when
+# benchmark.ground_truth.source is set; the report is in report.smk.
 
 from annobench.benchmark.annotation import stage as annotation_stage
-from annobench.benchmark.boxes import stage as box_stage
-from annobench.benchmark.captions import stage as caption_stage
-from annobench.benchmark.illustration import stage as illustration_stage
-from annobench.benchmark.neighbours import blocks as neighbour_blocks
-from annobench.benchmark.selection import stage as selection_stage
-
-BENCHMARK = config["benchmark"]
-BENCHMARK_ON = annotation_stage.enabled(config)
-REGIONS_ON = bool(config["input"]["segmentations"])
-BASELINES = annotation_stage.baseline_runs(config, has_text=bool(TEXT_PLAN)) if BENCHMARK_ON else {}
-NEIGHBOURS = annotation_stage.neighbours_needed(config, BASELINES) if BENCHMARK_ON else {}
-
-if BENCHMARK_ON:
-    _missing = sorted(set(NEIGHBOURS) - set(FEATURE_TABLES))
-    if _missing:
-        raise WorkflowError(f"benchmark.features / benchmark.overlap.feature name features this build does not "
-                            f"make: {', '.join(_missing)} (see features.bow.kinds)")
-    if BENCHMARK["ground_truth"]["source"] == "regions" and not REGIONS_ON:
-        raise WorkflowError("benchmark.ground_truth.source is regions but input.segmentations is empty")
-    if "cooccurrence" in BENCHMARK["baselines"] and not TEXT_PLAN:
-        logger.info("annobench: no text features (input.page_map is empty): co-occurrence baselines skipped")
-
-try:
-    box_stage.check_config(config)
-    selection_stage.check_config(config)
-except (box_stage.BoxConfigError, selection_stage.SelectionConfigError, ValueError) as error:
-    raise WorkflowError(str(error))
-# The subtasks of SPEC 9 (rules in boxes.smk): box runs and selection baselines, on the leaderboard.
-BOX_RUNS = box_stage.box_baseline_runs(config)
-SELECTION_RUNS = selection_stage.selection_runs(config)
-BOX_TRUTH = {"boxes": out("tables/boxes/all.parquet"), "box_rejects": out("tables/box_rejects/all.parquet")}
-# Captions and text illustration (rules in captions.smk), on the leaderboard too.
-try:
-    illustration_stage.check_config(config)
-except illustration_stage.IllustrationConfigError as error:
-    raise WorkflowError(str(error))
-CAPTION_RUNS = caption_stage.caption_runs(config)
-ILLUSTRATION_RUNS = illustration_stage.illustration_runs(config)
-
-
-
-BENCHMARK_TABLES = {
-    "concepts": out("tables/concepts/all.parquet"),
-    "ground_truth": out("tables/ground_truth/all.parquet"),
-    "splits": out("tables/splits/all.parquet"),
-}
 
 
 rule benchmark_truth:
     input:
-        images=expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
-        regions=expand(out(layout.table_file("regions", "{shard}")), shard=SHARDS)
-        if BENCHMARK["ground_truth"]["source"] == "regions"
-        else [],
+        images=shard_tables("images"),
+        regions=shard_tables("regions") if BENCHMARK["ground_truth"]["source"] == "regions" else [],
     output:
         **BENCHMARK_TABLES,
         export=directory(out("exports/imageclef2012")),
     log:
         out("logs/benchmark_truth.log"),
     params:
-        settings=annotation_stage.truth_job_settings(config) if BENCHMARK_ON else {},
+        settings=annotation_stage.truth_job_settings(config) if PLAN.benchmark_on else {},
         code=script_code("benchmark_truth.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,
@@ -72,15 +27,22 @@ rule benchmark_truth:
         "../../scripts/benchmark_truth.py"
 
 
+# -- nearest neighbours ---------------------------------------------------------------------
 # The search as test blocks x training blocks of whole shards (benchmark.neighbours), each a
-# job, merged exactly into the same bytes as one search; one job when the build is small.
-NEIGHBOUR_BLOCKS = neighbour_blocks.block_plan(BENCHMARK["neighbours"], [len(shard) for shard in INVENTORY.shards])
+# job, merged exactly into the same bytes as one search; one job a feature when the build is
+# small, and one job for every feature when it is smaller than sharding.merge_below_images.
 NEIGHBOUR_SEARCH = {key: BENCHMARK["neighbours"][key] for key in ("query_block", "reference_block")}
+
+
+# One search: as a part. Merging parts: k names and distances a test image.
+NEIGHBOURS_MEM_MB = 1024 + (4 if PLAN.neighbour_search_split else 24) * INVENTORY.n_images // 1000
+NEIGHBOURS_MINUTES = (10 if PLAN.neighbour_search_split
+                      else 10 + math.ceil(NEIGHBOUR_MINUTES_PER_PAIR * INVENTORY.n_images**2))
 
 
 rule benchmark_neighbour_block:
     wildcard_constraints:
-        feature=one_of(NEIGHBOURS),
+        feature=one_of(PLAN.neighbours),
         test_block=r"\d{3}",
         training_block=r"\d{3}",
     input:
@@ -90,7 +52,7 @@ rule benchmark_neighbour_block:
     log:
         out("logs/benchmark_neighbour_block/{feature}/test-{test_block}-train-{training_block}.log"),
     params:
-        k=lambda wildcards: NEIGHBOURS[wildcards.feature],
+        k=lambda wildcards: PLAN.neighbours[wildcards.feature],
         settings=NEIGHBOUR_SEARCH,
         code=script_code("benchmark_neighbour_block.py", "annobench.benchmark.neighbours.blocks"),
     threads: 1
@@ -103,109 +65,121 @@ rule benchmark_neighbour_block:
         "../../scripts/benchmark_neighbour_block.py"
 
 
-rule benchmark_neighbours:
-    wildcard_constraints:
-        feature=one_of(NEIGHBOURS),
-    input:
-        unpack(neighbours_inputs),
-    output:
-        out("work/neighbours/{feature}.parquet"),
-    log:
-        out("logs/benchmark_neighbours/{feature}.log"),
-    params:
-        k=lambda wildcards: NEIGHBOURS[wildcards.feature],
-        settings=NEIGHBOUR_SEARCH,
-        training_blocks=len(NEIGHBOUR_BLOCKS["training"]),
-        code=script_code("benchmark_neighbours.py", "annobench.benchmark.neighbours.blocks"),
-    threads: 1
-    resources:
-        # One search: as a part (above). Merging parts: k names and distances a test image.
-        mem_mb=1024 + (4 if neighbour_searches_split() else 24) * INVENTORY.n_images // 1000,
-        runtime=10 if neighbour_searches_split() else 10 + math.ceil(NEIGHBOUR_MINUTES_PER_PAIR * INVENTORY.n_images**2),
-    conda:
-        "../../envs/annobench.yaml"
-    script:
-        "../../scripts/benchmark_neighbours.py"
+if PLAN.neighbours and PLAN.merged and not PLAN.neighbour_search_split:
+    NEIGHBOUR_PARTS = merged_parts(PLAN.neighbours, "feature", neighbours_inputs_of,
+                                   lambda feature: {"neighbours": neighbours_file(feature)},
+                                   lambda feature: {"k": PLAN.neighbours[feature]})
+
+    rule benchmark_neighbours_merged:
+        input:
+            part_files(NEIGHBOUR_PARTS, "inputs"),
+        output:
+            part_files(NEIGHBOUR_PARTS, "outputs"),
+        log:
+            out("logs/benchmark_neighbours_merged.log"),
+        params:
+            job="annobench.benchmark.neighbours.stage:neighbours_job",
+            parts=NEIGHBOUR_PARTS,
+            settings=NEIGHBOUR_SEARCH,
+            training_blocks=len(NEIGHBOUR_BLOCKS["training"]),
+            code=script_code("parts.py", "annobench.benchmark.neighbours.stage"),
+        threads: 1
+        resources:
+            mem_mb=NEIGHBOURS_MEM_MB,
+            runtime=NEIGHBOURS_MINUTES * max(1, len(PLAN.neighbours)),
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/parts.py"
+
+else:
+
+    rule benchmark_neighbours:
+        wildcard_constraints:
+            feature=one_of(PLAN.neighbours),
+        input:
+            unpack(lambda wildcards: neighbours_inputs_of(wildcards.feature)),
+        output:
+            neighbours_file("{feature}"),
+        log:
+            out("logs/benchmark_neighbours/{feature}.log"),
+        params:
+            k=lambda wildcards: PLAN.neighbours[wildcards.feature],
+            settings=NEIGHBOUR_SEARCH,
+            training_blocks=len(NEIGHBOUR_BLOCKS["training"]),
+            code=script_code("benchmark_neighbours.py", "annobench.benchmark.neighbours.blocks"),
+        threads: 1
+        resources:
+            mem_mb=NEIGHBOURS_MEM_MB,
+            runtime=NEIGHBOURS_MINUTES,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/benchmark_neighbours.py"
 
 
+# -- baseline runs ----------------------------------------------------------------------------
 # One job per baseline run: at the 2016 shape (every image a test image) all runs in one job
 # took half an hour on the critical path after the blocked neighbour search; a run's own job
 # costs a second of start-up and re-reads the benchmark tables (seconds at 510,123 images).
-if BASELINES:
+# A small build runs them all in one job.
+
+
+BASELINE_SETTINGS = annotation_stage.baseline_job_settings(config)
+BASELINE_CODE = ("annobench.benchmark.annotation.baselines", "annobench.benchmark.annotation.measure")
+BASELINE_MEM_MB = 1024 + (4 * INVENTORY.n_images) // 1000
+
+if PLAN.baselines and PLAN.merged:
+    BASELINE_PARTS = merged_parts(PLAN.baselines, "run", baseline_inputs_of, baseline_files,
+                                  lambda name: {"run": PLAN.baselines[name]})
+
+    rule baseline_merged:
+        input:
+            part_files(BASELINE_PARTS, "inputs"),
+        output:
+            part_files(BASELINE_PARTS, "outputs"),
+        log:
+            out("logs/baseline_merged.log"),
+        params:
+            job="annobench.benchmark.annotation.stage:baseline_job",
+            parts=BASELINE_PARTS,
+            settings=BASELINE_SETTINGS,
+            code=script_code("parts.py", "annobench.benchmark.annotation.stage", *BASELINE_CODE),
+        threads: 1
+        resources:
+            mem_mb=BASELINE_MEM_MB,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/parts.py"
+
+elif PLAN.baselines:
 
     rule baseline:
         wildcard_constraints:
-            run=one_of(BASELINES),
+            run=one_of(PLAN.baselines),
         input:
-            unpack(baseline_inputs),
+            unpack(lambda wildcards: baseline_inputs_of(wildcards.run)),
         output:
             **baseline_files("{run}"),
         log:
             out("logs/baseline/{run}.log"),
         params:
-            run=run_spec(BASELINES),
-            settings=annotation_stage.baseline_job_settings(config),
-            code=script_code(
-                "baseline.py", "annobench.benchmark.annotation.baselines", "annobench.benchmark.annotation.measure"
-            ),
+            run=run_spec(PLAN.baselines),
+            settings=BASELINE_SETTINGS,
+            code=script_code("baseline.py", *BASELINE_CODE),
         threads: 1
         resources:
-            mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,
+            mem_mb=BASELINE_MEM_MB,
         conda:
             "../../envs/annobench.yaml"
         script:
             "../../scripts/baseline.py"
 
 
-rule benchmark_report:
-    input:
-        **BENCHMARK_TABLES,
-        overlap=out(f"work/neighbours/{BENCHMARK['overlap']['feature']}.parquet"),
-        evaluations=expand(out("evaluations/{run}.json"), run=sorted(BASELINES)),
-        box_evaluations=expand(out("evaluations/{run}.json"), run=sorted(BOX_RUNS)),
-        selection_evaluations=expand(out("evaluations/selection_{run}.json"), run=SELECTION_RUNS),
-        caption_evaluations=expand(out("evaluations/{run}.json"), run=[*sorted(CAPTION_RUNS), "caption_human"])
-        if CAPTION_RUNS
-        else [],
-        illustration_evaluations=expand(out("evaluations/illustration_{run}.json"), run=ILLUSTRATION_RUNS)
-        if BENCHMARK_ON
-        else [],
-    output:
-        leaderboard=out("reports/leaderboard.md"),
-        leaderboard_table=out("tables/leaderboard/all.parquet"),
-        **({"box_leaderboard": out("tables/box_leaderboard/all.parquet")} if BOX_RUNS else {}),
-        **({"selection_leaderboard": out("tables/selection_leaderboard/all.parquet")} if SELECTION_RUNS else {}),
-        **({"caption_leaderboard": out("tables/caption_leaderboard/all.parquet")} if CAPTION_RUNS else {}),
-        **(
-            {"illustration_leaderboard": out("tables/illustration_leaderboard/all.parquet")}
-            if ILLUSTRATION_RUNS and BENCHMARK_ON
-            else {}
-        ),
-        figure=out("reports/label_frequencies.png"),
-        diagnostics=out("reports/benchmark_diagnostics.json"),
-        overlap_table=out("tables/visual_overlap/all.parquet"),
-    log:
-        out("logs/benchmark_report.log"),
-    params:
-        settings={key: BENCHMARK[key] for key in ("k", "overlap")},
-        code=script_code(
-            "benchmark_report.py",
-            "annobench.benchmark.boxes.leaderboard",
-            "annobench.benchmark.selection.leaderboard",
-            "annobench.benchmark.captions.leaderboard",
-            "annobench.benchmark.illustration.leaderboard",
-        ),
-    resources:
-        mem_mb=1024 + INVENTORY.n_images // 1000,
-    conda:
-        "../../envs/annobench.yaml"
-    script:
-        "../../scripts/benchmark_report.py"
-
-
 rule region_benchmark:
     input:
-        regions=expand(out(layout.table_file("regions", "{shard}")), shard=SHARDS),
+        regions=shard_tables("regions"),
     output:
         region_splits=out("tables/region_splits/all.parquet"),
         run=out("runs/regions_random.parquet"),
@@ -223,12 +197,3 @@ rule region_benchmark:
         "../../envs/annobench.yaml"
     script:
         "../../scripts/region_benchmark.py"
-
-
-rule benchmark_all:
-    input:
-        rules.benchmark_report.output if BENCHMARK_ON else [],
-        rules.region_benchmark.output if BENCHMARK_ON and REGIONS_ON else [],
-        list(BOX_TRUTH.values()) if box_stage.boxes_enabled(config) else [],
-        out("tables/caption_scores/all.parquet") if CAPTION_RUNS else [],
-        expand(out("evaluations/illustration_{run}.json"), run=ILLUSTRATION_RUNS),

@@ -1,11 +1,12 @@
-# Bag-of-words features (SPEC 3, last item): dense colour SIFT, sampled across
-# shards, one codebook per kind, then per-shard encoding with a spatial pyramid.
+# Bag-of-words features: dense colour SIFT (van de Sande et al. 2010) sampled across shards,
+# one codebook per kind, then per-shard encoding with a spatial pyramid (Lazebnik et al. 2006),
+# as the ImageCLEF web images' SIFT features (Villegas and Paredes 2014, section 2.3).
+
+from annobench.visual.bow import sampling_plan
 
 BOW = config["features"]["bow"]
 DSIFT = config["features"]["dsift"]
-BOW_KINDS = BOW["kinds"]
-# Every feature table a shard gets: the global features and the bags of words.
-FEATURE_TABLES = [*GLOBAL_FEATURES, *(f"bow_{kind}" for kind in BOW_KINDS)]
+BOW_KINDS = PLAN.bow_kinds
 SAMPLING = {
     "seed": BOW["seed"],
     **sampling_plan(BOW["sample_descriptors"], BOW["sample_images"], INVENTORY.n_images),
@@ -14,6 +15,7 @@ CODEBOOK = {
     k: BOW[k]
     for k in ("words", "iterations", "warm_start_share", "warm_start_iterations", "seed", "sample_descriptors")
 }
+CODEBOOK_SETTINGS = {**CODEBOOK, "dsift": DSIFT}
 
 
 rule bow_sample:
@@ -37,35 +39,65 @@ rule bow_sample:
         "../../scripts/bow_sample.py"
 
 
-for kind in BOW_KINDS:
+# Threads split k-means into fixed blocks, BLAS stays on one thread: the codebook is the same
+# bytes whatever the thread count or --cores.
+CODEBOOK_THREADS = BOW["codebook_threads"]
+# The sample (float32, up to 384 values a descriptor) held once, plus 10 %; 1 GB for Python,
+# NumPy and Arrow; 128 MB of blocks per thread.
+CODEBOOK_MEM_MB = 1024 + 128 * CODEBOOK_THREADS + math.ceil(1.1 * BOW["sample_descriptors"] * 384 * 4 / 10**6)
+# k-means: about 1e-10 s per sample x word x dimension x iteration on one core here; four
+# times that, and half an hour for loading and slack.
+CODEBOOK_MINUTES = 30 + math.ceil(4e-10 * BOW["sample_descriptors"] * BOW["words"] * 384 * BOW["iterations"] / 60)
 
-    rule:
-        name:
-            f"bow_codebook_{kind}"
+if PLAN.merged:
+
+    rule bow_codebook_merged:
         input:
-            expand(bow_sample_file(kind, "{shard}"), shard=SHARDS),
+            expand(bow_sample_file("{kind}", "{shard}"), kind=BOW_KINDS, shard=SHARDS),
         output:
-            out(f"artefacts/codebook_{kind}.parquet"),
+            [codebook_file(kind) for kind in BOW_KINDS],
         log:
-            out(f"logs/bow_codebook_{kind}.log"),
+            out("logs/bow_codebook_merged.log"),
         params:
-            kind=kind,
-            settings={**CODEBOOK, "dsift": DSIFT},
-            code=script_code("bow_codebook.py"),
-        # Threads split k-means into fixed blocks, BLAS stays on one thread: the
-        # codebook is the same bytes whatever the thread count or --cores.
-        threads: BOW["codebook_threads"]
+            job="annobench.visual.bow_stage:bow_codebook_job",
+            parts=merged_parts(BOW_KINDS, "kind",
+                               lambda kind: {"samples": expand(bow_sample_file(kind, "{shard}"), shard=SHARDS)},
+                               lambda kind: {"codebook": codebook_file(kind)}, lambda kind: {"kind": kind}),
+            settings=CODEBOOK_SETTINGS,
+            code=script_code("parts.py", "annobench.visual.bow_stage"),
+        threads: CODEBOOK_THREADS
         resources:
-            # The sample (float32, up to 384 values a descriptor) held once, plus 10 %;
-            # 1 GB for Python, NumPy and Arrow; 128 MB of blocks per thread.
-            mem_mb=1024 + 128 * BOW["codebook_threads"] + math.ceil(1.1 * BOW["sample_descriptors"] * 384 * 4 / 10**6),
-            # k-means: about 1e-10 s per sample x word x dimension x iteration on one
-            # core here; four times that, and half an hour for loading and slack.
-            runtime=30 + math.ceil(4e-10 * BOW["sample_descriptors"] * BOW["words"] * 384 * BOW["iterations"] / 60),
+            mem_mb=CODEBOOK_MEM_MB,
+            runtime=CODEBOOK_MINUTES * len(BOW_KINDS),
         conda:
             "../../envs/annobench.yaml"
         script:
-            "../../scripts/bow_codebook.py"
+            "../../scripts/parts.py"
+
+else:
+    for kind in BOW_KINDS:
+
+        rule:
+            name:
+                f"bow_codebook_{kind}"
+            input:
+                expand(bow_sample_file(kind, "{shard}"), shard=SHARDS),
+            output:
+                codebook_file(kind),
+            log:
+                out(f"logs/bow_codebook_{kind}.log"),
+            params:
+                kind=kind,
+                settings=CODEBOOK_SETTINGS,
+                code=script_code("bow_codebook.py"),
+            threads: CODEBOOK_THREADS
+            resources:
+                mem_mb=CODEBOOK_MEM_MB,
+                runtime=CODEBOOK_MINUTES,
+            conda:
+                "../../envs/annobench.yaml"
+            script:
+                "../../scripts/bow_codebook.py"
 
 
 # All kinds of a shard in one job: the image is read once and the planes the
@@ -74,7 +106,7 @@ rule feature_bow:
     input:
         images=out(layout.table_file("images", "{shard}")),
         resized=out(layout.resized_dir("{shard}")),
-        codebooks=[out(f"artefacts/codebook_{kind}.parquet") for kind in BOW_KINDS],
+        codebooks=[codebook_file(kind) for kind in BOW_KINDS],
     output:
         **{kind: out(layout.table_file(f"bow_{kind}", "{shard}")) for kind in BOW_KINDS},
     log:

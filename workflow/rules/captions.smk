@@ -1,10 +1,20 @@
-# Captions and text illustration (SPEC 9, subtask 2 of 2016 and its teaser): reference
+# Captions and text illustration (Gilbert et al. 2016: subtask 2 and the teaser): reference
 # descriptions, nearest-neighbour caption runs and their Meteor 1.5 evaluation (by blocks of
 # test images, pooled exactly); query documents from the pages, ranking baselines and their
-# R@k. All on the leaderboard (rule benchmark_report).
+# R@k. All on the leaderboard (report.smk).
 # Built when benchmark.captions.references is set / benchmark.illustration.enabled.
 
-CAPTION_TABLE = out("tables/captions/all.parquet")
+from annobench.benchmark.captions import stage as caption_stage
+
+# A job per feature: its nearest and consensus runs share the feature's neighbours and the
+# references' n-gram space; all features in one job took 10 min at the 2016 shape, on the
+# critical path before Meteor. A small build runs them all in one job, as it does the runs'
+# evaluations.
+CAPTION_FEATURES = sorted({run["feature"] for run in CAPTION_RUNS.values()})
+CAPTION_BASELINE_SETTINGS = {"neighbours": BENCHMARK["captions"]["neighbours"]}
+CAPTION_EVALUATION = {"tokenize": BENCHMARK["captions"]["tokenize"]}
+# The EVAL JVM (-Xmx2G) and every test image's references and segments (10 kB an image).
+CAPTION_EVALUATION_MEM_MB = 3072 + INVENTORY.n_images // 100
 
 
 if CAPTION_RUNS:
@@ -12,9 +22,7 @@ if CAPTION_RUNS:
     rule caption_references:
         input:
             splits=BENCHMARK_TABLES["splits"],
-            page_captions=expand(out(layout.table_file("page_captions", "{shard}")), shard=SHARDS)
-            if BENCHMARK["captions"]["references"] == "harvested"
-            else [],
+            page_captions=shard_tables("page_captions") if BENCHMARK["captions"]["references"] == "harvested" else [],
         output:
             captions=CAPTION_TABLE,
         log:
@@ -29,47 +37,13 @@ if CAPTION_RUNS:
         script:
             "../../scripts/caption_references.py"
 
-    # A job per feature: its nearest and consensus runs share the feature's neighbours and the
-    # references' n-gram space; all features in one job took 10 min at the 2016 shape, on the
-    # critical path before Meteor.
-    CAPTION_KINDS = sorted({r["kind"] for r in CAPTION_RUNS.values()})
-
-    rule caption_baselines:
-        wildcard_constraints:
-            feature=one_of({r["feature"] for r in CAPTION_RUNS.values()}),
-        input:
-            captions=CAPTION_TABLE,
-            splits=BENCHMARK_TABLES["splits"],
-            neighbours=out("work/neighbours/{feature}.parquet"),
-        output:
-            **{f"{kind}_{what}": out(f"runs/{caption_stage.caption_run_name(kind, '{feature}')}.{ext}")
-               for kind in CAPTION_KINDS for what, ext in (("run", "parquet"), ("run_text", "csv"))},
-        log:
-            out("logs/caption_baselines/{feature}.log"),
-        params:
-            kinds=CAPTION_KINDS,
-            settings={"neighbours": BENCHMARK["captions"]["neighbours"]},
-            code=script_code("caption_baselines.py"),
-        resources:
-            mem_mb=1024 + INVENTORY.n_images // 100,
-        conda:
-            "../../envs/annobench.yaml"
-        script:
-            "../../scripts/caption_baselines.py"
-
-    # Meteor by blocks of test images (benchmark.captions.block_images, whole shards): each block's
-    # segment statistics, then one EVAL a run over every block's, the same figures as one job.
-    CAPTION_BLOCKS = neighbour_blocks.shard_blocks([len(shard) for shard in INVENTORY.shards],
-                                                   BENCHMARK["captions"]["block_images"])
-    CAPTION_EVALUATION = {"tokenize": BENCHMARK["captions"]["tokenize"]}
-
     rule caption_meteor_block:
         wildcard_constraints:
             block=r"\d{3}",
         input:
             captions=CAPTION_TABLE,
             splits=BENCHMARK_TABLES["splits"],
-            images=lambda wildcards: caption_block_tables(CAPTION_BLOCKS, wildcards.block),
+            images=lambda wildcards: caption_block_tables(wildcards.block),
             **{f"run_{run}": out(f"runs/{run}.parquet") for run in CAPTION_RUNS},
         output:
             references=out("work/caption_meteor/references-{block}.parquet"),
@@ -87,34 +61,6 @@ if CAPTION_RUNS:
             "../../envs/annobench.yaml"
         script:
             "../../scripts/caption_meteor_block.py"
-
-    CAPTION_BLOCK_OUTPUTS = {
-        what: expand(out(f"work/caption_meteor/{what}-{{block:03d}}.parquet"), block=range(len(CAPTION_BLOCKS)))
-        for what in ("references", "segments")}
-
-    rule caption_run_evaluation:
-        wildcard_constraints:
-            run=one_of(CAPTION_RUNS),
-        input:
-            captions=CAPTION_TABLE,
-            splits=BENCHMARK_TABLES["splits"],
-            run=out("runs/{run}.parquet"),
-            **CAPTION_BLOCK_OUTPUTS,
-        output:
-            evaluation=out("evaluations/{run}.json"),
-            scores=out("work/caption_scores/{run}.parquet"),
-        log:
-            out("logs/caption_run_evaluation/{run}.log"),
-        params:
-            settings=CAPTION_EVALUATION,
-            code=script_code("caption_run_evaluation.py", "annobench.benchmark.captions.blocks"),
-        resources:
-            # The EVAL JVM (-Xmx2G) and every test image's references and segments (10 kB an image).
-            mem_mb=3072 + INVENTORY.n_images // 100,
-        conda:
-            "../../envs/annobench.yaml"
-        script:
-            "../../scripts/caption_run_evaluation.py"
 
     rule caption_human_bound:
         input:
@@ -155,17 +101,104 @@ if CAPTION_RUNS:
             "../../scripts/caption_evaluation.py"
 
 
-if ILLUSTRATION_RUNS:
+if CAPTION_RUNS and PLAN.merged:
+    CAPTION_BASELINE_PARTS = merged_parts(CAPTION_FEATURES, "feature", caption_baseline_inputs_of,
+                                          caption_baseline_files)
+    CAPTION_EVALUATION_PARTS = merged_parts(CAPTION_RUNS, "run", caption_evaluation_inputs_of,
+                                            caption_evaluation_files)
+
+    rule caption_baselines_merged:
+        input:
+            part_files(CAPTION_BASELINE_PARTS, "inputs"),
+        output:
+            part_files(CAPTION_BASELINE_PARTS, "outputs"),
+        log:
+            out("logs/caption_baselines_merged.log"),
+        params:
+            job="annobench.benchmark.captions.stage:caption_baselines_job",
+            parts=CAPTION_BASELINE_PARTS,
+            kinds=CAPTION_KINDS,
+            settings=CAPTION_BASELINE_SETTINGS,
+            code=script_code("parts.py", "annobench.benchmark.captions.stage"),
+        resources:
+            mem_mb=1024 + INVENTORY.n_images // 100,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/parts.py"
+
+    rule caption_run_evaluation_merged:
+        input:
+            part_files(CAPTION_EVALUATION_PARTS, "inputs"),
+        output:
+            part_files(CAPTION_EVALUATION_PARTS, "outputs"),
+        log:
+            out("logs/caption_run_evaluation_merged.log"),
+        params:
+            job="annobench.benchmark.captions.stage:caption_run_evaluation_job",
+            parts=CAPTION_EVALUATION_PARTS,
+            settings=CAPTION_EVALUATION,
+            code=script_code("parts.py", "annobench.benchmark.captions.stage", "annobench.benchmark.captions.blocks"),
+        resources:
+            mem_mb=CAPTION_EVALUATION_MEM_MB,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/parts.py"
+
+elif CAPTION_RUNS:
+
+    rule caption_baselines:
+        wildcard_constraints:
+            feature=one_of(CAPTION_FEATURES),
+        input:
+            **caption_baseline_inputs_of("{feature}"),
+        output:
+            **caption_baseline_files("{feature}"),
+        log:
+            out("logs/caption_baselines/{feature}.log"),
+        params:
+            kinds=CAPTION_KINDS,
+            settings=CAPTION_BASELINE_SETTINGS,
+            code=script_code("caption_baselines.py"),
+        resources:
+            mem_mb=1024 + INVENTORY.n_images // 100,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/caption_baselines.py"
+
+    rule caption_run_evaluation:
+        wildcard_constraints:
+            run=one_of(CAPTION_RUNS),
+        input:
+            **caption_evaluation_inputs_of("{run}"),
+        output:
+            **caption_evaluation_files("{run}"),
+        log:
+            out("logs/caption_run_evaluation/{run}.log"),
+        params:
+            settings=CAPTION_EVALUATION,
+            code=script_code("caption_run_evaluation.py", "annobench.benchmark.captions.blocks"),
+        resources:
+            mem_mb=CAPTION_EVALUATION_MEM_MB,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/caption_run_evaluation.py"
+
+
+if PLAN.illustration_runs:
 
     # The pages are read by blocks (benchmark.illustration.block_images), each page by one job.
-    ILLUSTRATION_BLOCKS = illustration_stage.query_blocks(config, INVENTORY.n_images)
+    ILLUSTRATION_BLOCKS = PLAN.illustration_blocks
 
     rule illustration_queries:
         wildcard_constraints:
             block=r"\d{3}",
         input:
-            mapping=PAGE_MAP,
-            images=expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
+            mapping=PLAN.page_map,
+            images=shard_tables("images"),
             splits=BENCHMARK_TABLES["splits"] if BENCHMARK["illustration"]["images"] == "test" else [],
         output:
             queries=out("work/illustration/queries-{block}.parquet"),
@@ -189,12 +222,12 @@ if ILLUSTRATION_RUNS:
         input:
             block_queries=expand(out("work/illustration/queries-{block:03d}.parquet"), block=range(ILLUSTRATION_BLOCKS)),
             block_rejects=expand(out("work/illustration/rejects-{block:03d}.parquet"), block=range(ILLUSTRATION_BLOCKS)),
-            text_terms=expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS),
+            text_terms=shard_tables("text_terms"),
         output:
             queries=out("tables/queries/all.parquet"),
             query_rejects=out("tables/query_rejects/all.parquet"),
             truth=out("exports/illustration_truth.csv"),
-            **{f"{name}_{what}": out(f"{folder}/illustration_{name}.{ext}") for name in ILLUSTRATION_RUNS
+            **{f"{name}_{what}": out(f"{folder}/illustration_{name}.{ext}") for name in PLAN.illustration_runs
                for what, folder, ext in (("run", "runs", "csv"), ("evaluation", "evaluations", "json"))},
         log:
             out("logs/illustration.log"),

@@ -1,5 +1,6 @@
-# Shared set-up: the image inventory (which images, which shard), output
-# paths and the fingerprints that make a rule rerun when its code changes.
+# Shared set-up: the build's plan (which images, which shard, which features, runs and jobs:
+# annobench.plan), output paths and the fingerprints that make a rule rerun when its code
+# changes. Every name a rule file uses is defined above it, here or in its own file.
 
 import math
 import re
@@ -8,43 +9,31 @@ from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)  # annobench from this checkout
 
+from annobench.benchmark.captions.stage import caption_run_name
 from annobench.core import layout
-from annobench.visual.bow import sampling_plan
-from annobench.core.config import ingest_params
-from annobench.visual.stage import FEATURES
 from annobench.core.fingerprint import code_fingerprint, folder_state, params_hash
-from annobench.sources.inventory import InventoryError, build_inventory
-from annobench.text.stage import TEXT_TABLES, text_plan_for
-from annobench.regions.stage import REGION_TABLES, region_params
-from annobench.sources.warc_index import index_for, write_shard_slices
+from annobench.plan import PlanError, make_plan
+from annobench.regions.stage import REGION_TABLES
+from annobench.release.browser.source import PER_IMAGE
+from annobench.text.stage import TEXT_TABLES
+from annobench.visual.stage import FEATURES
 
-OUT = config["output"]
-
+# With input.warc, making the plan reads the web archives' catalogue and caches it under
+# work/warc/: the inventory is the catalogue's images, so it must exist before any rule does.
 try:
-    # Web archives are read once and their catalogue cached (work/warc/): the inventory and the
-    # text plan below come from it.
-    WARC_KEY = index_for(config, log=logger.info).key if config["input"]["warc"] else ""
-    INVENTORY = build_inventory(config)
-except (InventoryError, FileNotFoundError) as error:
-    raise WorkflowError(f"cannot list the input images: {error}")
+    PLAN = make_plan(config, log=logger.info)
+except PlanError as error:
+    raise WorkflowError(str(error))
+for note in PLAN.notes:
+    logger.info(note)
+logger.info(f"annobench: {PLAN.inventory.n_images} images in {PLAN.inventory.n_shards} shard(s) -> {PLAN.out}")
+if PLAN.merged:
+    logger.info(f"annobench: fewer than {config['sharding']['merge_below_images']} images: each family of "
+                f"per-run benchmark jobs runs as one job (sharding.merge_below_images)")
 
-SHARDS = layout.shard_ids(INVENTORY.n_shards)
-if WARC_KEY:  # each shard's part of the catalogue, so a job does not load the whole of it
-    write_shard_slices(index_for(config), OUT, INVENTORY.n_shards)
-
-try:
-    TEXT_PLAN = text_plan_for(config, INVENTORY.n_shards)
-except InventoryError as error:
-    raise WorkflowError(f"cannot read the page mapping: {error}")
-# The text jobs' mapping file: with input.warc, the table the catalogue's mapping is released as.
-if config["input"]["warc"]:
-    PAGE_MAP = f"{OUT}/tables/warc_page_map/all.parquet"
-else:
-    PAGE_MAP = config["input"]["page_map"] if TEXT_PLAN else []
-
-# Regions rerun when any file of the segmentation source changes (size or mtime).
-SEGMENTATION_STATE = folder_state(config["input"]["segmentations"])
-logger.info(f"annobench: {INVENTORY.n_images} images in {INVENTORY.n_shards} shard(s) -> {OUT}")
+INVENTORY = PLAN.inventory
+SHARDS = PLAN.shards
+BENCHMARK = config["benchmark"]
 
 
 wildcard_constraints:
@@ -53,7 +42,12 @@ wildcard_constraints:
 
 def out(relative):
     """A path under the output folder; Snakemake wildcards pass through."""
-    return f"{OUT}/{relative}"
+    return f"{PLAN.out}/{relative}"
+
+
+def shard_tables(table):
+    """A sharded table's file of every shard."""
+    return expand(out(layout.table_file(table, "{shard}")), shard=SHARDS)
 
 
 def script_code(script, *modules):
@@ -61,9 +55,20 @@ def script_code(script, *modules):
     return code_fingerprint(Path(workflow.basedir) / "scripts" / script, *modules)
 
 
+def one_of(names):
+    """A wildcard pattern that matches exactly these names (and nothing when there are none)."""
+    return "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
+
+
+def run_spec(runs):
+    """Params function: the `run` wildcard's kind and feature in `runs` (only its own run's
+    settings, so another run's change reruns nothing here)."""
+    return lambda wildcards: runs[wildcards.run]
+
+
 # Time limits for cluster schedulers (resource `runtime`, minutes): seconds per
 # image, about ten times what one core of the development machine needs
-# (README, Benchmarks), because a job past its limit is killed and cluster
+# (docs/performance.md), because a job past its limit is killed and cluster
 # cores and raw image sizes differ; plus a floor for start-up and slow disks.
 SECONDS_PER_IMAGE = {
     "ingest": 0.5, "colorhist": 0.02, "getlf": 0.02, "gist": 0.2, "bow_sample": 0.2, "bow_encode": 0.6,
@@ -84,6 +89,30 @@ def shard_listing(wildcards):
     return INVENTORY.fingerprint(int(wildcards.shard))
 
 
+# -- merged jobs of a small build (annobench.plan) ------------------------------------------
+# A merged rule runs the per-run job function on each part (scripts/parts.py); its params hold
+# what the per-run rule would have given each part's job, its input and output the union.
+
+
+def merged_parts(names, wildcard, inputs_of, outputs_of, params_of=lambda name: {}):
+    """Each name's part: its wildcard, params, inputs and outputs as the per-run rule has them."""
+    return [{"wildcards": {wildcard: name}, "params": params_of(name), "inputs": inputs_of(name),
+             "outputs": outputs_of(name)} for name in sorted(names)]
+
+
+def part_files(parts, side):
+    """Every input or output file of the parts, each once, in order."""
+    files = {}
+    for part in parts:
+        for value in part[side].values():
+            files.update(dict.fromkeys([value] if isinstance(value, str) else value))
+    return list(files)
+
+
+# -- visual features --------------------------------------------------------------------------
+
+GETLF_PROJECTION = out("artefacts/getlf_projection.parquet")  # GETLF's random vectors
+
 def feature_inputs(feature):
     """Input function of a feature rule: its shard's images, and the projection if it needs one."""
     def inputs(wildcards):
@@ -92,7 +121,7 @@ def feature_inputs(feature):
             "resized": out(layout.resized_dir(wildcards.shard)),
         }
         if FEATURES[feature].needs_projection:
-            files["projection"] = rules.getlf_projection.output[0]
+            files["projection"] = GETLF_PROJECTION
         return files
 
     return inputs
@@ -103,97 +132,30 @@ def bow_sample_file(kind, shard):
     return out(f"work/bow_sample/{kind}/shard-{shard}.npy")
 
 
-def one_of(names):
-    """A wildcard pattern that matches exactly these names (and nothing when there are none)."""
-    return "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
+def codebook_file(kind):
+    return out(f"artefacts/codebook_{kind}.parquet")
 
 
-def baseline_inputs(wildcards):
-    """Inputs of one baseline run: the benchmark tables, the overlap feature's neighbours (for
-    Dutta's subsets), the run's feature's neighbours, text if it is a co-occurrence run."""
-    run = BASELINES[wildcards.run]
-    files = {**BENCHMARK_TABLES, "overlap": out(f"work/neighbours/{BENCHMARK['overlap']['feature']}.parquet")}
-    if run["feature"]:
-        files["neighbours"] = out(f"work/neighbours/{run['feature']}.parquet")
-    if run["kind"] == "cooccurrence":
-        files["text_terms"] = expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS)
-    return files
+# -- the benchmark: truth, neighbours, baselines ---------------------------------------------
+
+BENCHMARK_TABLES = {
+    "concepts": out("tables/concepts/all.parquet"),
+    "ground_truth": out("tables/ground_truth/all.parquet"),
+    "splits": out("tables/splits/all.parquet"),
+}
+NEIGHBOUR_BLOCKS = PLAN.neighbour_blocks
+# Minutes a neighbour search may take per (image, image) pair of its blocks at 5,000 dimensions:
+# 1.7e-7 s per (test, training) pair measured (837 s for 10,000 x 500,000, docs/performance.md),
+# 0.3 of a block's images test and 0.6 training, times four (slower cores, unlucky vectors).
+NEIGHBOUR_MINUTES_PER_PAIR = 2e-9
 
 
-def run_spec(runs):
-    """Params function: the `run` wildcard's kind and feature in `runs` (only its own run's
-    settings, so another run's change reruns nothing here)."""
-    return lambda wildcards: runs[wildcards.run]
+def neighbours_file(feature):
+    """A feature's neighbours table: each test image's nearest training images."""
+    return out(f"work/neighbours/{feature}.parquet")
 
 
-def baseline_files(run):
-    """The four files of a baseline run."""
-    return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
-            "evaluation": out(f"evaluations/{run}.json"), "per_concept": out(f"tables/concept_results/{run}.parquet")}
-
-
-def box_baseline_files(run):
-    """The three files of a box baseline run."""
-    return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
-            "evaluation": out(f"evaluations/{run}.json")}
-
-
-def box_baseline_inputs(wildcards):
-    """Inputs of one box run: the images' sizes, the benchmark's concepts, splits and boxes, and
-    the knn run of its feature (whole_image) or that feature's neighbours (knn_transfer)."""
-    run = BOX_RUNS[wildcards.run]
-    files = {"images": expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
-             "concepts": BENCHMARK_TABLES["concepts"], "splits": BENCHMARK_TABLES["splits"],
-             "boxes": BOX_TRUTH["boxes"]}
-    if run["kind"] == "whole_image":
-        files["knn_run"] = out(f"runs/knn_{run['feature']}.parquet")
-    else:
-        files["neighbours"] = out(f"work/neighbours/{run['feature']}.parquet")
-    return files
-
-
-def selection_files(name):
-    """A selection baseline's evaluation, and its run unless it is the human upper bound."""
-    files = {"evaluation": out(f"evaluations/selection_{name}.json")}
-    if name != "human":
-        files["run"] = out(f"runs/selection_{name}.csv")
-    return files
-
-
-def browse_settings():
-    """The browser's settings: release.browse with the release's title."""
-    return {**config["release"]["browse"], "title": config["release"]["title"]}
-
-
-# The browser's image pages run as one job per image shard when there are several (issue 29).
-BROWSE_BY_SHARD = bool(config["release"]["browse"]["enabled"]) and INVENTORY.n_shards > 1
-BROWSE_PARTS = ["images", "overlays"] if config["input"]["segmentations"] else ["images"]
-
-
-def browse_norms_inputs(wildcards):
-    """A shard's feature tables."""
-    return [out(layout.table_file(name, wildcards.shard)) for name in FEATURE_TABLES]
-
-
-def browse_shard_inputs(wildcards):
-    """A browse_shard job reads its shard's prepared folder and files, and every shard's images (the
-    catalogue: each page links its neighbours and grid page)."""
-    from annobench.release.browser.source import PER_IMAGE
-
-    tables = ["images"]
-    if TEXT_PLAN:
-        tables += [t for t in TEXT_TABLES if t in PER_IMAGE]
-    if config["input"]["segmentations"]:
-        tables += [t for t in REGION_TABLES if t in PER_IMAGE]
-    files = {
-        "prepared": out(f"work/browse/shard-{wildcards.shard}"),
-        "plan": out("work/browse/plan.json"),
-        "catalogue": expand(out(layout.table_file("images", "{shard}")), shard=SHARDS),
-        "tables": [out(layout.table_file(t, wildcards.shard)) for t in tables if t != "images"],
-    }
-    if config["input"]["segmentations"]:
-        files["maps"] = out(f"segmentations/shard-{wildcards.shard}")
-    return files
+OVERLAP_NEIGHBOURS = neighbours_file(BENCHMARK["overlap"]["feature"])
 
 
 def neighbour_block_file(feature, test_block, training_block):
@@ -201,24 +163,12 @@ def neighbour_block_file(feature, test_block, training_block):
     return out(f"work/neighbour_blocks/{feature}/test-{test_block:03d}-train-{training_block:03d}.parquet")
 
 
-def neighbour_searches_split():
-    """Whether the search runs as test blocks x training blocks (else one job per feature)."""
-    return len(NEIGHBOUR_BLOCKS["test"]) * len(NEIGHBOUR_BLOCKS["training"]) > 1
-
-
-def neighbours_inputs(wildcards):
-    """Inputs of a feature's neighbours table: its parts in test-block-major order, or the
-    feature's shards when one job searches them all."""
-    if not neighbour_searches_split():
-        return {"features": expand(out(layout.table_file(wildcards.feature, "{shard}")), shard=SHARDS),
-                "splits": BENCHMARK_TABLES["splits"]}
-    parts = [neighbour_block_file(wildcards.feature, test, training)
-             for test in range(len(NEIGHBOUR_BLOCKS["test"])) for training in range(len(NEIGHBOUR_BLOCKS["training"]))]
-    return {"parts": parts, "splits": BENCHMARK_TABLES["splits"]}
-
-
 def neighbour_block_shards(side, block):
     return [SHARDS[shard] for shard in NEIGHBOUR_BLOCKS[side][int(block)]]
+
+
+def neighbour_block_images(side, block):
+    return sum(len(INVENTORY.shards[shard]) for shard in NEIGHBOUR_BLOCKS[side][int(block)])
 
 
 def neighbour_block_inputs(wildcards):
@@ -231,21 +181,6 @@ def neighbour_block_inputs(wildcards):
             "splits": BENCHMARK_TABLES["splits"]}
 
 
-def caption_block_tables(blocks, block):
-    """The images tables of the shards of a Meteor block (rule caption_meteor_block)."""
-    return [out(layout.table_file("images", SHARDS[shard])) for shard in blocks[int(block)]]
-
-
-def neighbour_block_images(side, block):
-    return sum(len(INVENTORY.shards[shard]) for shard in NEIGHBOUR_BLOCKS[side][int(block)])
-
-
-# Minutes a neighbour search may take per (image, image) pair of its blocks at 5,000 dimensions:
-# 1.7e-7 s per (test, training) pair measured (837 s for 10,000 x 500,000, README, Benchmarks),
-# 0.3 of a block's images test and 0.6 training, times four (slower cores, unlucky vectors).
-NEIGHBOUR_MINUTES_PER_PAIR = 2e-9
-
-
 def neighbour_block_resources(wildcards, what):
     """mem_mb / runtime of a part: the test vectors of its test block are held (20 kB at
     5,000 float32 a vector: 24 kB an image covers every image a test image), the training
@@ -254,3 +189,126 @@ def neighbour_block_resources(wildcards, what):
     if what == "mem_mb":
         return 1024 + (24 * test) // 1000
     return 10 + math.ceil(NEIGHBOUR_MINUTES_PER_PAIR * test * neighbour_block_images("training", wildcards.training_block))
+
+
+def neighbours_inputs_of(feature):
+    """Inputs of a feature's neighbours table: its parts in test-block-major order, or the
+    feature's shards when one job searches them all."""
+    if not PLAN.neighbour_search_split:
+        return {"features": shard_tables(feature), "splits": BENCHMARK_TABLES["splits"]}
+    parts = [neighbour_block_file(feature, test, training)
+             for test in range(len(NEIGHBOUR_BLOCKS["test"])) for training in range(len(NEIGHBOUR_BLOCKS["training"]))]
+    return {"parts": parts, "splits": BENCHMARK_TABLES["splits"]}
+
+
+def baseline_inputs_of(name):
+    """Inputs of one baseline run: the benchmark tables, the overlap feature's neighbours (for
+    Dutta's subsets), the run's feature's neighbours, text if it is a co-occurrence run."""
+    run = PLAN.baselines[name]
+    files = {**BENCHMARK_TABLES, "overlap": OVERLAP_NEIGHBOURS}
+    if run["feature"]:
+        files["neighbours"] = neighbours_file(run["feature"])
+    if run["kind"] == "cooccurrence":
+        files["text_terms"] = shard_tables("text_terms")
+    return files
+
+
+def baseline_files(run):
+    """The four files of a baseline run."""
+    return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
+            "evaluation": out(f"evaluations/{run}.json"), "per_concept": out(f"tables/concept_results/{run}.parquet")}
+
+
+# -- boxes and content selection -------------------------------------------------------------
+
+BOX_TRUTH = {"boxes": out("tables/boxes/all.parquet"), "box_rejects": out("tables/box_rejects/all.parquet")}
+
+
+def box_baseline_files(run):
+    """The three files of a box baseline run."""
+    return {"run": out(f"runs/{run}.parquet"), "run_text": out(f"runs/{run}.txt"),
+            "evaluation": out(f"evaluations/{run}.json")}
+
+
+def box_baseline_inputs_of(name):
+    """Inputs of one box run: the images' sizes, the benchmark's concepts, splits and boxes, and
+    the knn run of its feature (whole_image) or that feature's neighbours (knn_transfer)."""
+    run = PLAN.box_runs[name]
+    files = {"images": shard_tables("images"), "concepts": BENCHMARK_TABLES["concepts"],
+             "splits": BENCHMARK_TABLES["splits"], "boxes": BOX_TRUTH["boxes"]}
+    if run["kind"] == "whole_image":
+        files["knn_run"] = out(f"runs/knn_{run['feature']}.parquet")
+    else:
+        files["neighbours"] = neighbours_file(run["feature"])
+    return files
+
+
+def selection_files(name):
+    """A selection baseline's evaluation, and its run unless it is the human upper bound."""
+    files = {"evaluation": out(f"evaluations/selection_{name}.json")}
+    if name != "human":
+        files["run"] = out(f"runs/selection_{name}.csv")
+    return files
+
+
+# -- captions ----------------------------------------------------------------------------------
+
+CAPTION_TABLE = out("tables/captions/all.parquet")
+CAPTION_RUNS = PLAN.caption_runs
+CAPTION_KINDS = sorted({run["kind"] for run in CAPTION_RUNS.values()})
+# Meteor by blocks of test images (benchmark.captions.block_images, whole shards): each block's
+# segment statistics, then one EVAL a run over every block's, the same figures as one job.
+CAPTION_BLOCKS = PLAN.caption_blocks
+CAPTION_BLOCK_OUTPUTS = {
+    what: expand(out(f"work/caption_meteor/{what}-{{block:03d}}.parquet"), block=range(len(CAPTION_BLOCKS)))
+    for what in ("references", "segments")}
+
+
+def caption_block_tables(block):
+    """The images tables of the shards of a Meteor block (rule caption_meteor_block)."""
+    return [out(layout.table_file("images", SHARDS[shard])) for shard in CAPTION_BLOCKS[int(block)]]
+
+
+def caption_baseline_inputs_of(feature):
+    return {"captions": CAPTION_TABLE, "splits": BENCHMARK_TABLES["splits"], "neighbours": neighbours_file(feature)}
+
+
+def caption_baseline_files(feature):
+    """The runs of a feature's caption baselines, in Parquet and CSV."""
+    return {f"{kind}_{what}": out(f"runs/{caption_run_name(kind, feature)}.{ext}")
+            for kind in CAPTION_KINDS for what, ext in (("run", "parquet"), ("run_text", "csv"))}
+
+
+def caption_evaluation_inputs_of(run):
+    return {"captions": CAPTION_TABLE, "splits": BENCHMARK_TABLES["splits"], "run": out(f"runs/{run}.parquet"),
+            **CAPTION_BLOCK_OUTPUTS}
+
+
+def caption_evaluation_files(run):
+    return {"evaluation": out(f"evaluations/{run}.json"), "scores": out(f"work/caption_scores/{run}.parquet")}
+
+
+# -- the browser ---------------------------------------------------------------------------------
+
+def browse_norms_inputs(wildcards):
+    """A shard's feature tables."""
+    return [out(layout.table_file(name, wildcards.shard)) for name in PLAN.feature_tables]
+
+
+def browse_shard_inputs(wildcards):
+    """A browse_shard job reads its shard's prepared folder and files, and every shard's images (the
+    catalogue: each page links its neighbours and grid page)."""
+    tables = ["images"]
+    if PLAN.text:
+        tables += [t for t in TEXT_TABLES if t in PER_IMAGE]
+    if PLAN.regions_on:
+        tables += [t for t in REGION_TABLES if t in PER_IMAGE]
+    files = {
+        "prepared": out(f"work/browse/shard-{wildcards.shard}"),
+        "plan": out("work/browse/plan.json"),
+        "catalogue": shard_tables("images"),
+        "tables": [out(layout.table_file(t, wildcards.shard)) for t in tables if t != "images"],
+    }
+    if PLAN.regions_on:
+        files["maps"] = out(f"segmentations/shard-{wildcards.shard}")
+    return files

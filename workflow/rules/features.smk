@@ -1,11 +1,12 @@
-# Global visual features (SPEC 3): one table per feature, per shard, from the stored resized images.
+# Global visual features: one table per feature, per shard, from the stored resized images
+# (Colorhist, GETLF and GIST as in Villegas and Paredes 2014, section 2.3; GIST after Douze et al. 2009).
 
-GLOBAL_FEATURES = ["colorhist", "getlf", "gist"]
+from annobench.plan import GLOBAL_FEATURES
 
 
 rule getlf_projection:
     output:
-        out("artefacts/getlf_projection.parquet"),
+        GETLF_PROJECTION,
     log:
         out("logs/getlf_projection.log"),
     params:

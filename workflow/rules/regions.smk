@@ -1,4 +1,7 @@
-# Region-level data (SPEC 1, 5, 6): per image shard, from input.segmentations and the raw images.
+# Region-level data: per image shard, from input.segmentations and the raw images (regions,
+# the 27 region features and the spatial relations of Escalante et al. 2008, sections 4.4-4.5).
+
+from annobench.regions.stage import region_params
 
 
 rule regions_shard:
@@ -12,7 +15,7 @@ rule regions_shard:
     params:
         listing=shard_listing,
         n_shards=INVENTORY.n_shards,
-        source=SEGMENTATION_STATE,
+        source=PLAN.segmentation_state,
         settings=config["segmentations"],
         params_hash=params_hash(region_params(config["segmentations"])),
         code=script_code("regions_shard.py"),
@@ -27,9 +30,9 @@ rule regions_shard:
 
 rule region_stats:
     input:
-        regions=expand(out(layout.table_file("regions", "{shard}")), shard=SHARDS),
-        features=expand(out(layout.table_file("region_features", "{shard}")), shard=SHARDS),
-        relations=expand(out(layout.table_file("spatial_relations", "{shard}")), shard=SHARDS),
+        regions=shard_tables("regions"),
+        features=shard_tables("region_features"),
+        relations=shard_tables("spatial_relations"),
     output:
         # One table folder each: a folder of Parquet files reads as one dataset.
         region_label_frequencies=out("tables/region_label_frequencies/all.parquet"),
@@ -56,4 +59,4 @@ rule region_stats:
 
 rule regions_all:
     input:
-        rules.region_stats.output if config["input"]["segmentations"] else [],
+        rules.region_stats.output if PLAN.regions_on else [],

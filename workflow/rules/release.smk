@@ -1,5 +1,11 @@
-# Release (issue 7): every released file with its lineage, as MANIFEST.jsonl and an RO-Crate,
-# a Croissant file and a dataset card (issue 13), and a static browser of the data.
+# Release: every released file with its lineage, as MANIFEST.jsonl and an RO-Crate, a Croissant
+# file and a dataset card, and a static browser of the data.
+
+
+# The browser's image pages run as one job per image shard when there are several.
+BROWSE_BY_SHARD = PLAN.browse_by_shard
+BROWSE_PARTS = PLAN.browse_parts
+BROWSE_SETTINGS = {**config["release"]["browse"], "title": config["release"]["title"]}
 
 
 BROWSE_INPUTS = [
@@ -23,7 +29,7 @@ rule browse_prepare:
     log:
         out("logs/browse_prepare.log"),
     params:
-        settings=browse_settings(),
+        settings=BROWSE_SETTINGS,
         code=script_code("browse_prepare.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 100,
@@ -43,7 +49,7 @@ rule browse_shard:
     log:
         out("logs/browse/shard-{shard}.log"),
     params:
-        settings=browse_settings(),
+        settings=BROWSE_SETTINGS,
         code=script_code("browse_shard.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,
@@ -82,14 +88,14 @@ rule browse:
     output:
         (
             [out("browse/index.html"), out("browse/style.css"), directory(out("browse/grid"))]
-            + ([out("browse/leaderboard.html")] if BENCHMARK_ON else [])
+            + ([out("browse/leaderboard.html")] if PLAN.benchmark_on else [])
         )
         if BROWSE_BY_SHARD
         else [directory(out("browse"))],
     log:
         out("logs/browse.log"),
     params:
-        settings=browse_settings(),
+        settings=BROWSE_SETTINGS,
         by_shard=BROWSE_BY_SHARD,
         code=script_code("browse.py"),
     resources:

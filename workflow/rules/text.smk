@@ -1,15 +1,18 @@
-# Near-image text features (SPEC 4): per image shard, from the pages its images appeared in.
+# Near-image text features: per image shard, from the pages its images appeared in (Villegas and
+# Paredes 2014, section 2.3, equation 1; the DOM factors after La Cascia et al. 1998).
+
 
 
 rule text_shard:
     input:
-        mapping=PAGE_MAP,
+        mapping=PLAN.page_map,
+        warc_slices=WARC_SLICES,
     output:
         **{name: out(layout.table_file(name, "{shard}")) for name in TEXT_TABLES},
     log:
         out(layout.log_file("text", "{shard}")),
     params:
-        listing=lambda wildcards: TEXT_PLAN.fingerprint(int(wildcards.shard)),
+        listing=lambda wildcards: PLAN.text.fingerprint(int(wildcards.shard)),
         n_shards=INVENTORY.n_shards,
         settings=config["text"],
         params_hash=params_hash(config["text"]),
@@ -26,7 +29,7 @@ rule text_shard:
 
 rule text_scofeat:
     input:
-        expand(out(layout.table_file("text_terms", "{shard}")), shard=SHARDS),
+        shard_tables("text_terms"),
     output:
         scofeat=out("exports/text.scofeat"),
         iids=out("exports/text_iids.txt"),
@@ -53,7 +56,7 @@ rule warc_tables:
         out("logs/warc_tables.log"),
     params:
         # The archives' sizes and modification times and the reading settings: the catalogue's cache key.
-        listing=WARC_KEY,
+        listing=PLAN.warc_key,
         code=script_code("warc_tables.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 500,
@@ -65,7 +68,7 @@ rule warc_tables:
 
 rule text_all:
     input:
-        rules.warc_tables.output if config["input"]["warc"] else [],
-        expand(out(layout.table_file("{table}", "{shard}")), table=TEXT_TABLES, shard=SHARDS) if TEXT_PLAN else [],
-        rules.text_scofeat.output if TEXT_PLAN else [],
+        rules.warc_tables.output if PLAN.warc_key else [],
+        expand(out(layout.table_file("{table}", "{shard}")), table=TEXT_TABLES, shard=SHARDS) if PLAN.text else [],
+        rules.text_scofeat.output if PLAN.text else [],
 
