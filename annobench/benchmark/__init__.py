@@ -7,14 +7,15 @@ A package per subtask, each of the same shape where it applies: ``model``,
 ``files``, ``measure``, ``baselines``, ``stage`` (planning, called from the
 Snakefile, and the rules' jobs) and ``leaderboard`` (its table and Markdown):
 
-- ``annotation``: image-level concept annotation (SPEC 8; ImageCLEF
-  2012-2014, Dutta et al.): ``ground_truth``, ``measure``, ``baselines``,
+- ``annotation``: image-level concept annotation (ImageCLEF 2012-2014,
+  Dutta et al. 2018): ``ground_truth``, ``measure``, ``baselines``,
   ``diagnostics``, ``stage``, ``leaderboard``.
 - ``region_annotation``: the SAIAPR region-level protocol: ``splits``,
   ``measure``, ``stage``.
-- ``boxes``: localisation (SPEC 9, subtask 1): ``model``, ``truth``,
-  ``lines``, ``coco_results``, ``checker``, ``forms``, ``measure``,
-  ``commands``, ``baselines``, ``stage``, ``leaderboard``.
+- ``boxes``: localisation (ImageCLEF 2016 subtask 1, Gilbert et al.
+  2016): ``model``, ``truth``, ``lines``, ``coco_results``, ``checker``,
+  ``forms``, ``measure``, ``commands``, ``baselines``, ``stage``,
+  ``leaderboard``.
 - ``captions``: captions scored with Meteor 1.5 (subtask 2): ``files``,
   ``meteor``, ``measure``, ``blocks``, ``baselines``, ``commands``,
   ``stage``, ``leaderboard``.

@@ -1,4 +1,4 @@
-"""The benchmark report (SPEC 8, rule benchmark_report): every subtask's leaderboard and the
+"""The benchmark report (rule benchmark_report): every subtask's leaderboard and the
 dataset diagnostics, gathered into one Markdown file beside each leaderboard's table.
 
 The image-level annotation leaderboard comes first, with Dutta et al.'s diagnostics (their

@@ -1,4 +1,4 @@
-"""Train/dev/test splits (SPEC 8) that depend only on an image's id and the seed.
+"""Train/dev/test splits that depend only on an image's id and the seed.
 
 An image's split is decided by a hash of (seed, image_id) mapped to [0, 1)
 and compared with the cumulative fractions, so it never depends on shards,

@@ -1,4 +1,4 @@
-"""Concept vocabularies (SPEC 8): the concepts a benchmark is annotated with, read from the
+"""Concept vocabularies: the concepts a benchmark is annotated with, read from the
 concept file a build names or from the `concepts` table, and the error a vocabulary or a
 ground truth that cannot be used raises.
 

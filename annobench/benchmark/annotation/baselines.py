@@ -1,4 +1,5 @@
-"""Baseline runs for the benchmark (SPEC 8), as (scores, decisions) matrices.
+"""Baseline runs for the benchmark (Villegas and Paredes 2014, section 2.4; Dutta et al. 2018,
+section 4.1, Table 7), as (scores, decisions) matrices.
 
 Rows are test images, columns the concepts of the vocabulary in its order
 (the shared data model): scores float64 in [0, 1], decisions bool. `listed`
@@ -6,15 +7,16 @@ Rows are test images, columns the concepts of the vocabulary in its order
 own concept list as in ImageCLEF 2013-2016; outside an image's list every
 baseline writes score 0 and decision False.
 
-- random_scores: the random baseline of the ImageCLEF toolkit (seed 003,
-  section 2.4).
-- trivial_run: Dutta et al.'s label assignments (seed 002, section 4.1, Table 7):
+- random_scores: the random baseline of the ImageCLEF toolkit (Villegas and
+  Paredes 2014, section 2.4).
+- trivial_run: the label assignments of Dutta et al. 2018 (section 4.1, Table 7):
   the k most frequent, the k rarest or k random labels for every image.
 - knn_label_transfer: the neighbours' labels voted (a reference point that
-  uses the training ground truth; not from the seeds).
-- cooccurrence_*: the ImageCLEF co-occurrence baseline (seed 003, section
-  2.4): visual neighbours' text mapped to concepts through a concept-word
-  co-occurrence matrix, decided by mean + standard deviation.
+  uses the training ground truth; not from the papers).
+- cooccurrence_*: the ImageCLEF co-occurrence baseline (Villegas and
+  Paredes 2014, section 2.4): visual neighbours' text mapped to concepts
+  through a concept-word co-occurrence matrix, decided by mean + standard
+  deviation.
 
 Every random choice takes its seed as an argument; the same inputs and seed
 give identical arrays.
@@ -58,7 +60,7 @@ def _check_listed(listed: np.ndarray | None, shape: tuple[int, int]) -> np.ndarr
 
 def random_scores(n_images: int, n_concepts: int, seed: int, listed: np.ndarray | None = None,
                   k: int = 5, varying: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """The random baseline (seed 003, section 2.4).
+    """The random baseline (Villegas and Paredes 2014, section 2.4).
 
     Scores: independent uniform values in [0, 1), drawn in one call of
     default_rng(seed).random((n_images, n_concepts)) for every cell, listed
@@ -90,7 +92,7 @@ def label_frequencies(train_truth: np.ndarray) -> np.ndarray:
 
 def trivial_run(kind: str, train_truth: np.ndarray, n_test: int, k: int, seed: int,
                 listed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Dutta et al.'s trivial assignments (seed 002, section 4.1, Table 7).
+    """The trivial assignments of Dutta et al. 2018 (section 4.1, Table 7).
 
     - "most_frequent": every test image gets the k labels most frequent in
       training; "rarest": the k least frequent (a label never seen in
@@ -178,11 +180,11 @@ def _check_indices(indices: np.ndarray, n_train: int) -> None:
 # --- the ImageCLEF co-occurrence baseline -----------------------------------
 
 def is_english_term(term: str, english_words: set[str] | frozenset[str] | None = None) -> bool:
-    """The "English words only" filter of seed 003 section 2.4, approximated.
+    """The "English words only" filter of Villegas and Paredes 2014, section 2.4, approximated.
 
     A term is kept when it is made of the ASCII letters a-z only (our text
-    features are lower-cased, SPEC 4), and, when a word list is given, when
-    it is in that list. Digits, accented letters, other scripts and mixed
+    features are lower-cased, text.lowercase), and, when a word list is
+    given, when it is in that list. Digits, accented letters, other scripts and mixed
     tokens are dropped; without a list an English-looking non-word ("zxq")
     is kept.
     """
@@ -289,7 +291,7 @@ def _keyword_indicator(concept_word_columns: list[list[int]], n_words: int) -> s
 
 def cooccurrence_scores(neighbour_indices: np.ndarray, train_terms: sp.csr_matrix, cooc: sp.csr_matrix,
                         listed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Scores and decisions of the co-occurrence baseline (seed 003, section 2.4).
+    """Scores and decisions of the co-occurrence baseline (Villegas and Paredes 2014, section 2.4).
 
     neighbour_indices: (n_test, k) rows of train_terms, the k nearest training
     images of each test image on one visual feature (k = 32 in ImageCLEF;

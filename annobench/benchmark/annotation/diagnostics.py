@@ -1,4 +1,4 @@
-"""Dataset diagnostics of Dutta et al. (seed 002, section 4; SPEC 8).
+"""Dataset diagnostics of Dutta et al. 2018 (section 4.2).
 
 How much a test set can be solved by remembering the training set: the
 share of distinct and of never-seen label sets among the test images, each
@@ -28,7 +28,8 @@ OVERLAP_SCHEMA = pa.schema(
 
 def label_set_stats(train_sets: list[frozenset[str]], test_sets: list[frozenset[str]]) -> dict:
     """unique_label_sets = distinct test label sets / test images; novel_label_sets = test images
-    whose label set never occurs in training / test images (SPEC 8). Fractions; 0 with no test image."""
+    whose label set never occurs in training / test images (Dutta et al. 2018, section 4.2.1, Table 8).
+    Fractions; 0 with no test image."""
     n = len(test_sets)
     seen = set(train_sets)
     return {

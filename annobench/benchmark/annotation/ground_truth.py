@@ -1,4 +1,5 @@
-"""Image-level ground truth (SPEC 8), in every form the seeds use (the concept vocabularies
+"""Image-level ground truth, in every form its sources use (the ImageCLEF 2012 task page's concept
+and annotation files, a CSV, region labels as in Escalante et al. 2008; the concept vocabularies
 it is checked against are in annobench.benchmark.vocabulary).
 
 Sources: a CSV `image_id,concept`; ImageCLEF 2012 concept files (one per

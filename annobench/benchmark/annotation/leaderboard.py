@@ -1,4 +1,4 @@
-"""The image-level annotation leaderboard (SPEC 8): its table, one row per baseline run, and the
+"""The image-level annotation leaderboard: its table, one row per baseline run, and the
 Markdown section that opens the benchmark report, with the dataset diagnostics under it."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Evaluation measures of the benchmark (SPEC 8): how good a run's scores and decisions are.
+"""Evaluation measures of the benchmark (ImageCLEF 2012 task page; Villegas and Paredes 2014,
+section 2.5; Dutta et al. 2018, section 3.2): how good a run's scores and decisions are.
 
 Inputs follow the shared data model: `truth` (bool), `scores` (float64),
 `decisions` (bool), all (n_images, n_concepts), and `listed` (bool, or None
@@ -8,10 +9,12 @@ are never read (they may be NaN). Inside it, scores must be finite.
 
 Three families of measures, each from its own source:
 
-- ImageCLEF 2013-2016 (seed 003 section 2.5, the organisers' evalannotat.m):
+- ImageCLEF 2013-2016 (Villegas and Paredes 2014, section 2.5, equations 2-3; the organisers'
+  evalannotat.m):
   MF1-samples, MF1-concepts, MAP-samples.
-- ImageCLEF 2012 (seed 004): MnAP, MiAP, GMnAP, GMiAP and six F1 variants.
-- Dutta et al. (seed 002 section 3.2): P_L, R_L, F1_L, N+, mAP_L (per label)
+- ImageCLEF 2012 (its Photo Annotation task page): MnAP, MiAP, GMnAP, GMiAP and
+  six F1 variants.
+- Dutta et al. 2018 (section 3.2): P_L, R_L, F1_L, N+, mAP_L (per label)
   and P_I, R_I, F1_I, mAP_I (per image).
 
 Choices where the sources leave room (each is repeated where it applies):
@@ -53,9 +56,9 @@ from annobench.core.errors import AnnobenchError
 # Rankings are computed on blocks of rows of about this many cells, which
 # bounds the working memory without a Python loop over images or concepts.
 CHUNK_CELLS = 1 << 20
-# Added to every AP before its log in the geometric means (seed 004 asks for
-# "a very small epsilon"); only an AP of exactly 0 makes it matter, and an AP
-# with tie groups is never 0 once the concept has a positive.
+# Added to every AP before its log in the geometric means (the ImageCLEF 2012
+# task page asks for "a very small epsilon"); only an AP of exactly 0 makes it
+# matter, and an AP with tie groups is never 0 once the concept has a positive.
 DEFAULT_EPSILON = 1e-10
 # Recall levels of the interpolated AP: 0, 0.1, ..., 1 (as tenths, kept exact).
 RECALL_TENTHS = np.arange(11)
@@ -409,7 +412,7 @@ def _top_k_chunk(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def imageclef_2013_measures(truth, scores, decisions, listed=None, seed: int = 0) -> dict:
-    """ImageCLEF 2013-2016 measures (seed 003 section 2.5, evalannotat.m).
+    """ImageCLEF 2013-2016 measures (Villegas and Paredes 2014, section 2.5, evalannotat.m).
 
     MF1-samples / MF1-concepts: mean F1 over evaluated images / concepts, each
     F1 = 2PR/(P+R) from that image's (concept's) counts, 0/0 counted as 0.
@@ -426,7 +429,7 @@ def imageclef_2013_measures(truth, scores, decisions, listed=None, seed: int = 0
 
 
 def imageclef_2012_measures(truth, scores, decisions, listed=None, epsilon: float = DEFAULT_EPSILON) -> dict:
-    """ImageCLEF 2012 measures (seed 004).
+    """ImageCLEF 2012 measures (the ImageCLEF 2012 Photo Annotation task page).
 
     Per concept, images ranked by descending score, tied images entering
     together (one precision/recall point per tie group). MnAP: mean of the
@@ -451,7 +454,7 @@ def imageclef_2012_measures(truth, scores, decisions, listed=None, epsilon: floa
 
 
 def label_image_measures(truth, scores, decisions, listed=None) -> dict:
-    """Dutta et al.'s per-label and per-image measures (seed 002 section 3.2).
+    """The per-label and per-image measures of Dutta et al. 2018 (section 3.2).
 
     P_L, R_L: per-label precision and recall (0/0 counted as 0, so a label
     never predicted has P = 0 and one never present has R = 0) averaged over

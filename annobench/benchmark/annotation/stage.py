@@ -1,6 +1,7 @@
-"""The image-level annotation part of the benchmark stage (SPEC 8): ground truth, splits, baseline
-runs and their evaluation. The neighbours the baselines use come from neighbours.stage; the
-leaderboard and diagnostics are written by annobench.benchmark.report.
+"""The image-level annotation part of the benchmark stage (docs/measures.md: ImageCLEF 2012 task
+page, Villegas and Paredes 2014, Dutta et al. 2018): ground truth, splits, baseline runs and their
+evaluation. The neighbours the baselines use come from neighbours.stage; the leaderboard and
+diagnostics are written by annobench.benchmark.report.
 
 Each function is one Snakemake job, callable without Snakemake. Test images
 are always taken in image_id order, so runs and evaluations are the same

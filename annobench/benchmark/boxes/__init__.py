@@ -1,5 +1,5 @@
-"""Boxes (SPEC 9 "Boxes" and "Localisation measure"): box ground truth, box runs, their
-checker and the localisation measure of the 2015/2016 subtask 1.
+"""Boxes (ImageCLEF 2016 subtask 1, Gilbert et al. 2016, sections 2.2 and 2.5): box ground truth,
+box runs, their checker and the localisation measure of the 2015/2016 subtask 1.
 
 A box is (image, concept, xmin, ymin, xmax, ymax) in inclusive integer pixel
 coordinates, as in the PASCAL VOC devkit: width = xmax - xmin + 1 (the "+1"

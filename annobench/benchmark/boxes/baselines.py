@@ -1,4 +1,5 @@
-"""The box baselines (SPEC 9, subtask 1), built from the image-level k-NN runs and neighbours.
+"""The box baselines (ImageCLEF 2016 subtask 1, Gilbert et al. 2016), built from the image-level
+k-NN runs and neighbours.
 
 One run of each per feature of benchmark.features:
 

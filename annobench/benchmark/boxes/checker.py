@@ -10,14 +10,14 @@ height` read as model.corners_from_xywh says; and, for evaluate-boxes only,
 a COCO results list read against its COCO ground truth (coco_results).
 
 Rules: a score, when given, is a number in [0, 1], as in the annotation runs
-(SPEC 8) and the 2015/2016 box runs; either every box has a score or none
-(then the run's order ranks them). A box covers at least one pixel. Ids and
-concepts are non-empty and hold no whitespace or comma. Each (image,
-concept) has one line in the text form, and no box is given twice with the
-same score. With a vocabulary, every concept is in it; with an image list,
-every image is in it, and inside its size when the list gives sizes.
-Negative offsets are allowed (a box may start left of or above the image).
-A line with a problem gives no boxes to the checks of the whole run.
+(the ImageCLEF 2012 task page) and the 2015/2016 box runs; either every box
+has a score or none (then the run's order ranks them). A box covers at least
+one pixel. Ids and concepts are non-empty and hold no whitespace or comma.
+Each (image, concept) has one line in the text form, and no box is given twice
+with the same score. With a vocabulary, every concept is in it; with an image
+list, every image is in it, and inside its size when the list gives sizes.
+Negative offsets are allowed (a box may start left of or above the image). A
+line with a problem gives no boxes to the checks of the whole run.
 """
 
 from __future__ import annotations

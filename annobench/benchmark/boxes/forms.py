@@ -1,5 +1,6 @@
-"""Box runs read and written (SPEC 9 "Boxes"): the text, CSV and Parquet forms, each
-holding the same boxes; reading also takes a folder of detections files.
+"""Box runs read and written (ImageCLEF 2016 subtask 1, Gilbert et al. 2016; PASCAL VOC devkit
+conventions, Everingham et al. 2010): the text, CSV and Parquet forms, each holding the same
+boxes; reading also takes a folder of detections files.
 
 A box run is a frame, one row per box in the run's order (which breaks
 score ties): image_id, concept, score (NaN for every box when the run gives

@@ -1,5 +1,5 @@
-"""The box leaderboard (SPEC 9): its table and Markdown section beside the annotation
-leaderboard, from the evaluations the box_baseline rule writes."""
+"""The box leaderboard (ImageCLEF 2016 subtask 1, Gilbert et al. 2016): its table and Markdown
+section beside the annotation leaderboard, from the evaluations the box_baseline rule writes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 
 from annobench.benchmark.leaderboard import markdown_table, number
 
-HEADLINE_THRESHOLDS = ("0", "0.5")  # Table 1 of seed 001
+HEADLINE_THRESHOLDS = ("0", "0.5")  # Table 1 of Gilbert et al. 2016
 
 
 def box_leaderboard_frame(results: list[dict]) -> pd.DataFrame:

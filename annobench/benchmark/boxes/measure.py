@@ -1,4 +1,5 @@
-"""The localisation measure of ImageCLEF 2015/2016 subtask 1 (SPEC 9), exactly as SPEC 9 defines it.
+"""The localisation measure of ImageCLEF 2015/2016 subtask 1 (Gilbert et al. 2016, section 2.5,
+equation 2), with the PASCAL VOC devkit's matching and AP (Everingham et al. 2010).
 
 IoU = |A ∩ B| / |A ∪ B| with the VOC "+1" convention (model.iou). For each
 concept, the run's boxes of that concept over all test images are ranked by
@@ -264,7 +265,8 @@ def _rank_in_group(keys: np.ndarray) -> np.ndarray:
 
 
 def _true_positives(ranked: _Ranked, threshold: float) -> np.ndarray:
-    """Which ranked boxes are true positives at one threshold (SPEC 9)."""
+    """Which ranked boxes are true positives at one threshold (Gilbert et al. 2016, section 2.5;
+    Everingham et al. 2010)."""
     if threshold == 0:
         return ranked.rank_in_image < ranked.truth_in_image
     hits = np.zeros(len(ranked.concept), dtype=bool)

@@ -1,5 +1,6 @@
-"""Boxes as tables and arrays (SPEC 9 "Boxes"): the schemas, the box arithmetic of the "+1"
-convention, the readings of foreign corner formats, and the list of test images.
+"""Boxes as tables and arrays (ImageCLEF 2016 subtask 1, Gilbert et al. 2016; PASCAL VOC devkit
+conventions, Everingham et al. 2010): the schemas, the box arithmetic of the "+1" convention, the
+readings of foreign corner formats, and the list of test images.
 
 Coordinates are inclusive integer pixels, as in the PASCAL VOC devkit: a box
 covers the columns xmin..xmax and rows ymin..ymax, so its width is
@@ -92,7 +93,8 @@ def corners_from_xywh(left: float, top: float, width: float, height: float) -> t
     the VOC boxes, and the published AP values of both reference examples
     are reproduced (reading xmax = left + width - 1 gives 22.54 % instead of
     24.57 % on padilla_odm). Fractional values are rounded to the nearest
-    pixel (halves up) after adding: SPEC 9 boxes are whole pixels.
+    pixel (halves up) after adding: boxes are whole pixels (inclusive integer coordinates, as in
+    the PASCAL VOC devkit).
     """
     return (nearest_pixel(left), nearest_pixel(top), nearest_pixel(left + width), nearest_pixel(top + height))
 
@@ -120,8 +122,9 @@ def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def geometry_text(xmin: int, ymin: int, xmax: int, ymax: int) -> str:
-    """The box as `WxH+X+Y` (SPEC 9's text form): W = xmax - xmin + 1, X = xmin; a negative
-    offset is written with its sign instead of the +, as X11 geometry does (`WxH-3+0`)."""
+    """The box as `WxH+X+Y` (the text form of the ImageCLEF 2015/2016 box runs): W = xmax - xmin + 1,
+    X = xmin; a negative offset is written with its sign instead of the +, as X11 geometry does
+    (`WxH-3+0`)."""
     return f"{xmax - xmin + 1}x{ymax - ymin + 1}{xmin:+d}{ymin:+d}"
 
 

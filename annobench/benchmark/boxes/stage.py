@@ -1,4 +1,4 @@
-"""The box part of the benchmark stage (SPEC 9, subtask 1).
+"""The box part of the benchmark stage (ImageCLEF 2016 subtask 1, Gilbert et al. 2016).
 
 Each function at the end is one Snakemake job, callable without Snakemake:
 box ground truth for the benchmark's images (rule benchmark_boxes) and the box

@@ -1,6 +1,7 @@
-"""Box ground truth (SPEC 9 "Boxes"): read from VOC XML, COCO JSON, a CSV or Parquet table,
-a folder of box text files, or derived from labelled segmentations; every box either
-in the `boxes` table or, with its reason, in the box rejects.
+"""Box ground truth (ImageCLEF 2016 subtask 1, Gilbert et al. 2016; PASCAL VOC devkit conventions,
+Everingham et al. 2010): read from VOC XML, COCO JSON, a CSV or Parquet table, a folder of box
+text files, or derived from labelled segmentations; every box either in the `boxes` table or,
+with its reason, in the box rejects.
 
 Forms and their readings:
 
@@ -8,7 +9,8 @@ Forms and their readings:
   stem (or, with image_id_from="filename", the stem of `<filename>`);
   each top-level `object` gives `name` and `bndbox` xmin, ymin, xmax, ymax,
   read as written (VOC counts pixels from 1). `<size>` gives the image size.
-  `difficult` and `truncated` are not special: SPEC 9 has no ignored boxes.
+  `difficult` and `truncated` are not special: the 2016 overview (Gilbert et al. 2016,
+  section 2.5) has no ignored boxes.
 - COCO instance JSON: `images` (id, file_name, width, height; image id =
   the stem of file_name), `annotations` (image_id, category_id, bbox
   [x, y, w, h] as floats) and `categories` (id, name). See

@@ -1,5 +1,5 @@
-"""Captions (SPEC 9, subtask 2 of ImageCLEF 2016): reference descriptions, caption runs and
-the caption measure, Meteor 1.5 by the reference jar through pycocoevalcap.
+"""Captions (subtask 2 of ImageCLEF 2016, Gilbert et al. 2016): reference descriptions, caption
+runs and the caption measure, Meteor 1.5 by the reference jar through pycocoevalcap.
 
 Callers import each name from the module that defines it (this package re-exports
 nothing): ``files`` (references and runs read from CSV or JSON, the `captions` table),

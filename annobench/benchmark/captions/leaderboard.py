@@ -1,5 +1,6 @@
-"""The caption leaderboard (SPEC 9): its table and Markdown section beside the annotation
-leaderboard, from the evaluations the caption_run_evaluation and caption_human_bound rules write."""
+"""The caption leaderboard (ImageCLEF 2016 subtask 2, Gilbert et al. 2016): its table and Markdown
+section beside the annotation leaderboard, from the evaluations the caption_run_evaluation and
+caption_human_bound rules write."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The caption measure (SPEC 9, subtask 2 of ImageCLEF 2016, seed 001 sections 2.3 and 3.3).
+"""The caption measure (subtask 2 of ImageCLEF 2016, Gilbert et al. 2016, sections 2.2, 2.5 and 3.3,
+Table 3; Meteor 1.5, Denkowski and Lavie 2014).
 
 Each image's Meteor 1.5 score of the run's caption against the image's references, by
 the reference jar (meteor.MeteorProcess); over the images of the references their mean,

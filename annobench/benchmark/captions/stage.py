@@ -1,4 +1,4 @@
-"""The caption part of the benchmark stage (SPEC 9, subtask 2 of ImageCLEF 2016).
+"""The caption part of the benchmark stage (subtask 2 of ImageCLEF 2016, Gilbert et al. 2016).
 
 Each function at the end is one Snakemake job, callable without Snakemake:
 

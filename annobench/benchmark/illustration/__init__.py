@@ -1,4 +1,5 @@
-"""Text illustration (SPEC 9, the 2016 teaser; seed 001 sections 2.5 and 3.5, Tables 5-6).
+"""Text illustration (the ImageCLEF 2016 teaser; Gilbert et al. 2016, sections 2.2, 2.5 and 3.5,
+Tables 5-6).
 
 Queries are documents (the text of a web page); each has exactly one
 ground-truth image, and a run ranks up to 100 candidate images per query,

@@ -6,12 +6,12 @@ id) drawn without replacement by numpy's PCG64 generator seeded with
 the query id and the candidate set, never on the other queries or their
 order.
 
-Tf-idf (after INAOE's run 1, seed 001 section 3.5: a bag-of-words retrieval
-between the query and each image's page text). Each candidate image is a
-document: its near-image text terms (SPEC 4; the `text_terms` table of a
-build, or terms computed by `text.features` from its pages). The query is
-tokenised by `text.features.terms_of` with the same TextParams, so query
-words and image terms are the same kind of token. With N candidates and
+Tf-idf (after INAOE's run 1, Gilbert et al. 2016, section 3.5: a bag-of-words
+retrieval between the query and each image's page text). Each candidate image
+is a document: its near-image text terms (Villegas and Paredes 2014, equation
+1; the `text_terms` table of a build, or terms computed by `text.features`
+from its pages). The query is tokenised by `text.features.terms_of` with the
+same TextParams, so query words and image terms are the same kind of token. With N candidates and
 df(t) the number of candidates whose terms include t:
 
     idf(t)      = ln((1 + N) / (1 + df(t))) + 1       (smoothed, never 0)

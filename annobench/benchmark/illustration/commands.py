@@ -97,7 +97,8 @@ def check_illustration_run_main(run_path: str, truth_path: str | None = None, ca
 
 def image_terms_from_pages(mapping: list[MappingRow], pages_dir: Path, params: TextParams,
                            limits: PageLimits) -> pd.DataFrame:
-    """Near-image text terms (SPEC 4) of the mapping's images, computed from their pages."""
+    """Near-image text terms (Villegas and Paredes 2014, equation 1) of the mapping's images,
+    computed from their pages."""
     result = extract_text(mapping, pages_dir, params, limits, log=lambda message: None)
     rows = result.tables["text_terms"]
     return pd.DataFrame(rows, columns=["image_id", "term", "score", "rank"])

@@ -1,5 +1,6 @@
-"""The text-illustration leaderboard (SPEC 9): its table and Markdown section beside the
-annotation leaderboard, from the evaluations the illustration rule writes."""
+"""The text-illustration leaderboard (the ImageCLEF 2016 teaser, Gilbert et al. 2016): its table
+and Markdown section beside the annotation leaderboard, from the evaluations the illustration rule
+writes."""
 
 from __future__ import annotations
 

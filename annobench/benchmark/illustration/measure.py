@@ -1,4 +1,4 @@
-"""R@k of a text-illustration run (SPEC 9, seed 001 section 3.5, Tables 5-6).
+"""R@k of a text-illustration run (Gilbert et al. 2016, sections 2.5 and 3.5, Tables 5-6).
 
 Each query has exactly one ground-truth image. R@k is the share of the
 queries of the truth whose image is among the first k images the run ranks

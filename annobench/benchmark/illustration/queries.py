@@ -1,4 +1,4 @@
-"""Query documents of the text-illustration task (SPEC 9, seed 001 sections 2.5 and 3.5).
+"""Query documents of the text-illustration task (Gilbert et al. 2016, sections 2.4 and 3.5).
 
 The 2016 organisers made each query from the web page of a test image: the
 text BeautifulSoup's `get_text()` gives after `script` and `style` elements

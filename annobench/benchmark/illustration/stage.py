@@ -1,5 +1,5 @@
-"""The text-illustration part of the benchmark stage (SPEC 9, the 2016 teaser): rules
-illustration_queries and illustration.
+"""The text-illustration part of the benchmark stage (the ImageCLEF 2016 teaser, Gilbert et al.
+2016): rules illustration_queries and illustration.
 
 The query documents come from the saved pages of the chosen images
 (benchmark.illustration.images: the benchmark's test split, or every

@@ -1,4 +1,4 @@
-"""The nearest training images of every test image on a feature (SPEC 8), which the annotation
+"""The nearest training images of every test image on a feature, which the annotation
 and box baselines, the caption baselines and the visual-overlap diagnostic build on.
 
 Callers import each name from the module that defines it (this package re-exports nothing):

@@ -1,10 +1,10 @@
 """Exact k nearest neighbours against a training set streamed in blocks.
 
-The baselines (SPEC 8, seed 003 section 2.4) and the visual-overlap
-diagnostic (seed 002 section 4) need, for every test image, its nearest
-training images on a global feature: at full scale 10,000 queries against
-500,000 vectors of 5,000 dimensions, i.e. 10 GB of training vectors. The
-reference set is therefore never held whole: it arrives as consecutive
+The baselines (Villegas and Paredes 2014, section 2.4) and the visual-overlap
+diagnostic (Dutta et al. 2018, section 4.2.2) need, for every test image, its
+nearest training images on a global feature: at full scale 10,000 queries
+against 500,000 vectors of 5,000 dimensions, i.e. 10 GB of training vectors.
+The reference set is therefore never held whole: it arrives as consecutive
 blocks (one Parquet shard, one record batch at a time) and memory is bounded
 by the block sizes.
 

@@ -1,4 +1,4 @@
-"""Region-level annotation (SPEC 8; SAIAPR TC-12, seed 000 section 5): each labelled region of
+"""Region-level annotation (SAIAPR TC-12, Escalante et al. 2008, section 5): each labelled region of
 a segmentation gets a label from a subset of the most frequent classes.
 
 Callers import each name from the module that defines it (this package re-exports nothing):

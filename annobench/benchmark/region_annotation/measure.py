@@ -1,4 +1,4 @@
-"""The region measures of SAIAPR TC-12 (seed 000 section 5): `e_hard`, `e_ontology` and
+"""The region measures of SAIAPR TC-12 (Escalante et al. 2008, section 5): `e_hard`, `e_ontology` and
 `region_measures` score the labels predicted for regions against their true labels."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _ontology_error(t, p, paths: dict[str, tuple[str, ...]]) -> float:
 
 
 def e_ontology(true_labels, predicted_labels, parents: Mapping[str, str]) -> np.ndarray:
-    """Soft region error of seed 000 section 5, per region.
+    """Soft region error of Escalante et al. 2008, section 5, per region.
 
     0 when the labels are equal; |depth(t) - depth(p)| / max(depth(t),
     depth(p)) when one label lies on the other's path to the root; else 1.

@@ -1,6 +1,6 @@
-"""Region-level splits following the SAIAPR protocol (seed 000, section 5): subsets of the
-classes with the most regions, and a random 70/30 split of their regions, each region's
-split decided by a hash of its key and the seed as the image splits are."""
+"""Region-level splits following the SAIAPR protocol (Escalante et al. 2008, section 5): subsets of
+the classes with the most regions, and a random 70/30 split of their regions, each region's split
+decided by a hash of its key and the seed as the image splits are."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The region-level benchmark of the workflow (SPEC 8): the SAIAPR protocol on the regions'
-labels, rule region_benchmark.
+"""The region-level benchmark of the workflow (Escalante et al. 2008, section 5): the SAIAPR
+protocol on the regions' labels, rule region_benchmark.
 
 A job function, callable without Snakemake; regions are taken in key order,
 so the outputs are the same bytes whatever the shards or cores.
@@ -21,8 +21,9 @@ from annobench.core.tables import write_table
 
 
 def rooted(parents: dict[str, str]) -> dict[str, str]:
-    """The ontology with one root, for e_ontology's depths (the root's children have depth 1, SPEC 8):
-    a single top label is the root itself; several top labels become children of a virtual root."""
+    """The ontology with one root, for e_ontology's depths (the root's children have depth 1,
+    Escalante et al. 2008, section 5): a single top label is the root itself; several top labels
+    become children of a virtual root."""
     tops = sorted(set(parents.values()) - set(parents))
     if len(tops) <= 1:
         return dict(parents)
@@ -31,7 +32,7 @@ def rooted(parents: dict[str, str]) -> dict[str, str]:
 
 def build_region_benchmark(settings: BenchmarkSettings, regions_tables: list[str], outputs: dict, log) -> None:
     """SAIAPR protocol: class subsets, 70/30 region split, the uniform-random baseline scored with
-    e_hard and e_ontology (seed 000, section 5)."""
+    e_hard and e_ontology (Escalante et al. 2008, section 5)."""
     split = settings.region_split
     regions = pd.concat([pd.read_parquet(p) for p in regions_tables], ignore_index=True)
     table = region_subsets(regions, split["subset_sizes"], split["train_fraction"], split["seed"])

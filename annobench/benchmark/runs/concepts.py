@@ -1,4 +1,5 @@
-"""The vocabulary and the per-image concept lists a run is read against (SPEC 8 "Run formats")."""
+"""The vocabulary and the per-image concept lists a run is read against (the run formats of the
+ImageCLEF 2012 task page and of Villegas and Paredes 2014, section 2.2)."""
 
 from __future__ import annotations
 

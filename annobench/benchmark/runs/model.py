@@ -1,4 +1,5 @@
-"""A run as matrices (SPEC 8 "Run formats"): what every run form reads into and writes from."""
+"""A run as matrices (the run formats of the ImageCLEF 2012 task page and of Villegas and Paredes
+2014, section 2.2): what every run form reads into and writes from."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Content selection (SPEC 9, subtask 3 of ImageCLEF 2016; seed 001 sections 2.5 and 3.4): for each
-test image, choose the box instances its descriptions mention.
+"""Content selection (subtask 3 of ImageCLEF 2016, Gilbert et al. 2016, sections 2.5 and 3.4): for
+each test image, choose the box instances its descriptions mention.
 
 Callers import each name from the module that defines it (this package re-exports nothing):
 ``model`` (box instances, gold descriptions, SelectionError), ``files`` (the instances and

@@ -1,13 +1,13 @@
-"""Content-selection baselines (SPEC 9, subtask 3; seed 001 section 3.4): at most k of each
-image's box instances, drawn at random (seeded per image) or the largest boxes first. The human
-upper bound is measure.human_scores."""
+"""Content-selection baselines (ImageCLEF 2016 subtask 3, Gilbert et al. 2016, section 3.4): at most
+k of each image's box instances, drawn at random (seeded per image) or the largest boxes first. The
+human upper bound is measure.human_scores."""
 
 from __future__ import annotations
 
 from annobench.benchmark.selection.model import SelectionError, SelectionTruth
 from annobench.benchmark.splits import unit_hash
 
-DEFAULT_K = 3  # "at most three bounding boxes" (seed 001 section 3.4)
+DEFAULT_K = 3  # "at most three bounding boxes" (Gilbert et al. 2016, section 3.4)
 
 
 def _check_k(k) -> int:

@@ -1,5 +1,6 @@
-"""The content-selection leaderboard (SPEC 9): its table and Markdown section beside the annotation
-leaderboard, from the evaluations the selection_baselines rule writes."""
+"""The content-selection leaderboard (ImageCLEF 2016 subtask 3, Gilbert et al. 2016): its table and
+Markdown section beside the annotation leaderboard, from the evaluations the selection_baselines
+rule writes."""
 
 from __future__ import annotations
 

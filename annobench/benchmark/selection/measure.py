@@ -1,4 +1,5 @@
-"""The content-selection measure (SPEC 9, subtask 3 of ImageCLEF 2016, seed 001 sections 2.5 and 3.4).
+"""The content-selection measure (subtask 3 of ImageCLEF 2016, Gilbert et al. 2016, sections 2.5 and
+3.4).
 
 Each test image has box instances and gold descriptions; description m
 mentions the set G_m of the image's instances. A run selects a set S of the

@@ -1,5 +1,5 @@
-"""The content-selection model (SPEC 9, subtask 3 of ImageCLEF 2016): each test image's box
-instances and gold descriptions (the instances each mentions), and a run's selection."""
+"""The content-selection model (subtask 3 of ImageCLEF 2016, Gilbert et al. 2016): each test
+image's box instances and gold descriptions (the instances each mentions), and a run's selection."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ class SelectionError(AnnobenchError):
 
 @dataclass(frozen=True)
 class Box:
-    """Inclusive integer pixel coordinates (SPEC 9's "+1" convention)."""
+    """Inclusive integer pixel coordinates (the PASCAL VOC devkit's "+1" convention, Everingham et
+    al. 2010)."""
 
     xmin: int
     ymin: int

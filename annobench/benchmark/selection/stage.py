@@ -1,4 +1,5 @@
-"""The content-selection part of the benchmark stage (SPEC 9, subtask 3): rule selection_baselines.
+"""The content-selection part of the benchmark stage (ImageCLEF 2016 subtask 3, Gilbert et al.
+2016): rule selection_baselines.
 
 The job evaluates each selection baseline on the gold descriptions of the
 benchmark's test images (writing the random and largest-first runs) and the
