@@ -238,7 +238,8 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    """Every measure of SPEC 8 for one run against a ground truth, as JSON."""
+    """Every measure of docs/measures.md (ImageCLEF 2012, ImageCLEF 2013-2016, Dutta et al. 2018) for
+    one run against a ground truth, as JSON."""
     from annobench.benchmark.annotation.ground_truth import read_truth_csv, truth_matrix
     from annobench.benchmark.annotation.measure import evaluate, per_concept_table
     from annobench.benchmark.json_form import json_bytes
@@ -269,7 +270,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate_selection(args: argparse.Namespace) -> int:
-    """Content selection (SPEC 9, subtask 3): a run, the human upper bound or a baseline, as JSON."""
+    """Content selection (ImageCLEF 2016 subtask 3, Gilbert et al. 2016, sections 2.5 and 3.4): a run,
+    the human upper bound or a baseline, as JSON."""
     from annobench.benchmark.json_form import json_bytes
     from annobench.benchmark.selection.files import read_selection_truth
     from annobench.benchmark.selection.measure import summarise

@@ -1,4 +1,4 @@
-"""Parquet tables (SPEC 7): schemas, and the one writer every table goes through."""
+"""Parquet tables: schemas, and the one writer every table goes through."""
 
 from __future__ import annotations
 
@@ -60,15 +60,15 @@ def rows_to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
 
 
 def vector_column(values: np.ndarray, value_type: pa.DataType = pa.float32()) -> pa.FixedSizeListArray:
-    """A (rows, dimension) array as a fixed_size_list column (SPEC 7's vector type)."""
+    """A (rows, dimension) array as a fixed_size_list column (the tables' vector type)."""
     dimension = values.shape[1]
     flat = np.ascontiguousarray(values, dtype=value_type.to_pandas_dtype()).reshape(-1)
     return pa.FixedSizeListArray.from_arrays(pa.array(flat, type=value_type), dimension)
 
 
 def provenance_metadata(artefact: str, params_hash: str | None = None, params: dict | None = None) -> dict:
-    """The key-value metadata SPEC 7 asks of every file; with `params`, the parameters themselves
-    are stored too (as JSON) and their hash is computed here."""
+    """The key-value metadata every file carries (docs/artefacts.md, Storage conventions); with
+    `params`, the parameters themselves are stored too (as JSON) and their hash is computed here."""
     from annobench.core.fingerprint import params_hash as hash_of
 
     metadata = {}
@@ -88,7 +88,7 @@ def provenance_metadata(artefact: str, params_hash: str | None = None, params: d
 def write_table(
     table: pa.Table, path: Path | str, artefact: str, params_hash: str | None = None, params: dict | None = None
 ) -> None:
-    """Write atomically with zstd and the provenance keys SPEC 7 asks for."""
+    """Write atomically with zstd and the provenance keys every table carries."""
     metadata = {**(table.schema.metadata or {}), **provenance_metadata(artefact, params_hash, params)}
     table = table.replace_schema_metadata(metadata)
     with atomic_path(path) as tmp:
@@ -105,7 +105,7 @@ def write_table_blocks(blocks, schema: pa.Schema, path: Path | str, artefact: st
 
 
 def image_ids(paths: list[Path] | list[str]) -> set[str]:
-    """The image ids of tables keyed by image_id (SPEC 7), read from that column alone."""
+    """The image ids of tables keyed by image_id, read from that column alone."""
     return {i for path in paths for i in pq.read_table(path, columns=["image_id"]).column(0).to_pylist()}
 
 

@@ -1,4 +1,4 @@
-"""Decode any image file a user can point at into 8-bit sRGB RGB (SPEC 1).
+"""Decode any image file a user can point at into 8-bit sRGB RGB.
 
 Order of operations: read the header, refuse decompression bombs and images
 below the minimum size before decoding, decode the first frame, apply the

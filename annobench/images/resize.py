@@ -1,4 +1,5 @@
-"""The stored resized image (SPEC 2): every visual feature is computed from it."""
+"""The stored resized image (Villegas and Paredes 2014, section 2.3: at most 240 pixels, aspect ratio
+kept): every visual feature is computed from it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The 27 SAIAPR TC-12 region features (SPEC 5), all regions of an image at once.
+"""The 27 SAIAPR TC-12 region features (Escalante et al. 2008, section 4.4; Carbonetto's
+code), all regions of an image at once.
 
 Carbonetto's features (UBC, 2002) as used for SAIAPR TC-12: shape, position,
 and the mean, standard deviation and skewness of RGB and of CIE-Lab inside
@@ -18,10 +19,10 @@ Conventions (MATLAB's, as the reference implementation): coordinates are
 Features 6-7 divide the region's coordinate std by the std (N-1) of that
 coordinate over all W*H pixels of the image, which is what the reference
 values show (not the std of the W column indices 1..W).
-Where the SPEC leaves a value undefined we return 0: the standard deviation
+Where the definition leaves a value undefined we return 0: the standard deviation
 of a one-pixel region, the std ratios of a one-pixel image, and the
 skewness of all three channels of a colour space when any channel is
-constant over the region (as the SPEC says).
+constant over the region (docs/tables.md, region_features).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ COLOUR_FEATURES = tuple(
     for stat in ("mean", "std", "skew")
     for channel in channels
 )
-FEATURE_NAMES = SHAPE_FEATURES + COLOUR_FEATURES  # the SPEC's order, 1..27
+FEATURE_NAMES = SHAPE_FEATURES + COLOUR_FEATURES  # the reference implementation's order, 1..27
 
 # sRGB -> XYZ as a right-multiplied matrix ([R G B] x M), applied to RGB/255
 # without gamma linearisation, as the reference does.
@@ -73,8 +74,8 @@ REGION_FEATURES_SCHEMA = pa.schema(
 
 
 def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
-    """CIE-Lab of 8-bit RGB values (..., 3) by the SPEC's formula (no gamma), as a view of
-    a channel-first array, so each Lab channel is contiguous.
+    """CIE-Lab of 8-bit RGB values (..., 3) by the reference implementation's formula (no gamma), as
+    a view of a channel-first array, so each Lab channel is contiguous.
 
     A photo has several times fewer colours than pixels and the cube roots
     dominate, so Lab is computed once per distinct colour and spread back.
@@ -277,7 +278,8 @@ def _statistics(
     means and sums of squared and cubed deviations (third None: no skewness).
 
     Skewness is zeroed for every channel of a region where any channel is
-    constant (the SPEC: 0 for all three channels when any is undefined).
+    constant (annobench's convention: 0 for all three channels when any is
+    undefined).
     """
     n_pixels = counts.astype(np.float64)[:, None]
     mean = np.column_stack(means)

@@ -1,4 +1,4 @@
-"""Spatial relations between the regions of an image (SPEC 6).
+"""Spatial relations between the regions of an image (Escalante et al. 2008, section 4.5).
 
 One row per ordered pair (i, j), i != j, of the regions present in a label
 map, with three relations read as "j relative to i":
@@ -223,7 +223,8 @@ def relation_counts(relations: Iterable[Relations]) -> Counter:
 
 
 def relation_frequency_table(counts: Counter) -> pa.Table:
-    """Share of ordered pairs per relation (SPEC 6; seed 000 Table 6 for SAIAPR)."""
+    """Share of ordered pairs per relation (Escalante et al. 2008, section 4.5; its Table 6 for
+    SAIAPR)."""
     total = counts["pairs"]
     rows = [
         {"axis": axis, "relation": name, "saiapr_code": SAIAPR_CODES[name], "pairs": counts[name],

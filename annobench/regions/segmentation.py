@@ -1,4 +1,4 @@
-"""Region-level data (SPEC 1) in its canonical form, which every importer yields
+"""Region-level data in its canonical form, which every importer yields
 and the region features and relations read.
 
 Canonical form, per image and annotator: a label map (2-D int32 array,

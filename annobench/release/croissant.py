@@ -3,9 +3,8 @@
 Every folder under `tables/` becomes a FileSet with one RecordSet whose fields
 read its Parquet columns; each Parquet file under `artefacts/` and `runs/` a
 FileObject (with its sha256) with one RecordSet (box ground truth, its rejects
-and box runs among them, SPEC 9, each with a line saying what it holds); the
-stored images a FileSet
-with a RecordSet of `image_id`, `path` and the image itself. Other released
+and box runs among them (ImageCLEF 2016 subtask 1), each with a line saying
+what it holds); the stored images a FileSet with a RecordSet of `image_id`, `path` and the image itself. Other released
 files (label maps, text runs, evaluations, exports, reports) are listed as
 FileSets or FileObjects without records. Nothing here needs mlcroissant: the
 workflow's environment writes the JSON-LD by hand, the tests read it back.
@@ -94,8 +93,8 @@ PARQUET_FILE_FOLDERS = ("artefacts", "runs")
 # Folders of other released files, listed as FileSets (one per file type) without records.
 OTHER_FILE_FOLDERS = ("evaluations", "exports", "reports", "runs", "segmentations")
 STORED_IMAGES = "resized"
-# What the box artefacts hold (SPEC 9), said once for Croissant and the dataset card: their
-# Parquet files carry column descriptions but no description of the whole table.
+# What the box artefacts hold (ImageCLEF 2016 subtask 1, Gilbert et al. 2016), said once for
+# Croissant and the dataset card: their Parquet files carry column descriptions but no description of the whole table.
 BOX_SUMMARIES = {
     "boxes": "box ground truth: one row per box instance, in inclusive integer pixel coordinates of "
              "the original image after EXIF orientation (width = xmax - xmin + 1)",

@@ -243,7 +243,7 @@ def folder_lines(release_dir: Path) -> list[str]:
     return lines
 
 
-# The overlap thresholds whose MAP the card shows: SPEC 9's headline pair.
+# The overlap thresholds whose MAP the card shows: the headline pair of Gilbert et al. 2016 (Table 1).
 HEADLINE_THRESHOLDS = ("0", "0.5")
 
 
@@ -293,7 +293,8 @@ def leaderboard_lines(release_dir: Path, name: str, header: list[str], cells) ->
 
 
 def description_lines(release_dir: Path, tables: list[Table]) -> list[str]:
-    """What the caption and illustration tables hold, with each run's headline figure (SPEC 9)."""
+    """What the caption and illustration tables hold, with each run's headline figure (ImageCLEF 2016
+    subtask 2 and teaser, Gilbert et al. 2016)."""
     artefacts = {table.artefact for table in tables}
     lines = []
     if "captions" in artefacts:

@@ -1,4 +1,5 @@
-"""Near-image text features (SPEC 4, after La Cascia et al. and the WEBUPV data).
+"""Near-image text features (Villegas and Paredes 2014, section 2.3, equation 1; DOM factors
+after La Cascia et al. 1998).
 
 A page becomes one sequence of words in document order (tags and attributes
 are not words), each with its DOM factor: title, headings and anchor text

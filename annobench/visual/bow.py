@@ -1,4 +1,5 @@
-"""Bag of visual words over dense SIFT (SPEC 3): sampling, codebooks, encoding.
+"""Bag of visual words over dense SIFT (Villegas and Paredes 2014, section 2.3; van de Sande et al.
+2010; Lazebnik et al. 2006): sampling, codebooks, encoding.
 
 Every random choice is a function of the configured seed and the image id,
 never of the shard, the order of work or the number of cores: the same

@@ -1,4 +1,4 @@
-"""Colorhist (576-d) and GETLF (256-d), SPEC 3.
+"""Colorhist (576-d) and GETLF (256-d) (Villegas and Paredes 2014, section 2.3).
 
 Both start from the same quantisation: the top `bits` bits of R, G and B
 form one bin, R most significant: bin = (R >> 6) * 16 + (G >> 6) * 4 + (B >> 6)

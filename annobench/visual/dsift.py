@@ -1,4 +1,4 @@
-"""Dense SIFT on whole images at once (SPEC 3; van de Sande et al. colour variants).
+"""Dense SIFT on whole images at once (Lowe 2004; van de Sande et al. 2010 colour variants).
 
 A descriptor at grid point c is Lowe's: 4 x 4 spatial bins of `bin_size`
 pixels times 8 orientations, each pixel's gradient magnitude shared between

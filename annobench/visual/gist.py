@@ -1,4 +1,4 @@
-"""GIST as LEAR's C implementation computes it (Douze et al., 2009; SPEC 3).
+"""GIST as LEAR's C implementation computes it (Douze et al. 2009; Oliva and Torralba 2001).
 
 Per channel: log(1 + I), 5-pixel symmetric padding, whitening with a
 Gaussian transfer function (fc = 4, s1 = fc / sqrt(ln 2)), local contrast

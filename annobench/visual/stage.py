@@ -1,8 +1,9 @@
 """Per-image feature tables: which features exist, and computing one for a shard.
 
-Every feature starts from the stored resized image (SPEC 2), decoded from
-its file, and is written as a sharded table `image_id, vector`
-(fixed_size_list<float32>) whose metadata carries the parameters.
+Every feature starts from the stored resized image (Villegas and Paredes 2014,
+section 2.3: at most 240 pixels, aspect ratio kept), decoded from its file,
+and is written as a sharded table `image_id, vector` (fixed_size_list<float32>)
+whose metadata carries the parameters.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Importers of region-level data (SPEC 1) from real sources into the canonical
-form (annobench.regions.segmentation), one module per format;
-`import_segmentations` runs one and applies the checks every source gets.
+"""Importers of region-level data (SAIAPR TC-12, Escalante et al. 2008; MSRC-v2, Shotton et al.
+2006; BSDS500, Martin et al. 2001; COCO panoptic, Kirillov et al. 2019; LabelMe, Russell et al.
+2008) from real sources into the canonical form (annobench.regions.segmentation), one module
+per format; `import_segmentations` runs one and applies the checks every source gets.
 
 Importers never raise on bad input: each yields `Segmentation`s and
 `SegmentationReject`s (image_id, annotator, region_id or None for the whole

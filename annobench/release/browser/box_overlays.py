@@ -1,5 +1,6 @@
-"""Boxes drawn over a stored picture (SPEC 9 "Boxes"): the image's truth boxes and each box
-run's best-scored boxes, as inline SVG rectangles over the `<img>`, with a legend and a list.
+"""Boxes drawn over a stored picture (ImageCLEF 2016 subtask 1, Gilbert et al. 2016; PASCAL VOC
+devkit conventions, Everingham et al. 2010): the image's truth boxes and each box run's
+best-scored boxes, as inline SVG rectangles over the `<img>`, with a legend and a list.
 
 Inline SVG keeps the site small (a rectangle is some 60 bytes, no extra file)
 and sharp at any zoom. Boxes are in pixels of the original image and cover

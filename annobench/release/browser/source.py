@@ -80,7 +80,7 @@ class Source:
         return {f.stem: f for f in files if set(RUN_COLUMNS) <= set(pq.read_schema(f).names)}
 
     def box_runs(self) -> dict[str, Path]:
-        """Box runs (SPEC 9): the Parquet files of runs/ whose metadata names them so."""
+        """Box runs (ImageCLEF 2016 subtask 1): the Parquet files of runs/ whose metadata names them so."""
         files = table_files(self.root / "runs")
         return {f.stem: f for f in files if read_metadata(f).get(META_ARTEFACT.decode()) == BOX_RUN_ARTEFACT}
 
