@@ -35,9 +35,9 @@ from annobench.core.provenance import read_job_records
 from annobench.core.tables import image_ids
 from annobench.visual.stage import FEATURES
 
-# perf/bench_baselines.py (README, Benchmarks): 837 s for 10,000 x 500,000 x 5,000-d on one core
-# of this machine. A small build's search is all reading and start-up, so its products are
-# timed there.
+# perf/bench_baselines.py (docs/performance.md, The benchmark): 837 s for 10,000 x 500,000 x
+# 5,000-d on one core of this machine. A small build's search is all reading and start-up, so
+# its products are timed there.
 NEIGHBOUR_RATE = 837 / (10_000 * 500_000 * 5_000)
 QUERY_RULES = ("baseline", "box_baseline", "selection_baselines", "caption_baselines", "caption_evaluation",
                "caption_run_evaluation", "caption_human_bound", "illustration", "benchmark_boxes",
