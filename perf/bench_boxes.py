@@ -1,4 +1,5 @@
-"""The localisation measure (SPEC 9): seconds and peak memory of evaluate-boxes, one core.
+"""The localisation measure (Gilbert et al. 2016, section 2.5; Everingham et al. 2010): seconds and
+peak memory of evaluate-boxes, one core.
 
     python3 perf/bench_boxes.py [--images 10000] [--concepts 251] [--boxes-per-image 20]
 

@@ -1,5 +1,6 @@
-"""The caption measure (SPEC 9, subtask 2): wall time, CPU time (Java children included) and
-peak memory of evaluate_run, Meteor 1.5 through pycocoevalcap, at the 2016 test size.
+"""The caption measure (ImageCLEF 2016 subtask 2, Gilbert et al. 2016): wall time, CPU time (Java
+children included) and peak memory of evaluate_run, Meteor 1.5 through pycocoevalcap, at the 2016
+test size.
 
     python3 perf/bench_captions.py [--images 3070] [--references 10] [--human]
 

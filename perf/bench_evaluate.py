@@ -1,4 +1,5 @@
-"""Evaluation measures (SPEC 8): seconds and peak memory of `evaluate`, one core.
+"""Evaluation measures (ImageCLEF 2012 task page; Villegas and Paredes 2014, section 2.5; Dutta et
+al. 2018, section 3.2): seconds and peak memory of `evaluate`, one core.
 
     python3 perf/bench_evaluate.py [--images 10000] [--concepts 1000]
 

@@ -1,4 +1,5 @@
-"""Text illustration (SPEC 9): seconds and peak memory of R@k and of the run checker, one core.
+"""Text illustration (the ImageCLEF 2016 teaser, Gilbert et al. 2016): seconds and peak memory of
+R@k and of the run checker, one core.
 
     python3 perf/bench_illustration.py [--queries 180000] [--candidates 200000]
 

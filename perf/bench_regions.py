@@ -1,4 +1,5 @@
-"""Region features (SPEC 5) and spatial relations (SPEC 6): regions per second and peak memory, one core.
+"""Region features (Escalante et al. 2008, section 4.4; Carbonetto's code) and spatial relations
+(Escalante et al. 2008, section 4.5): regions per second and peak memory, one core.
 
     python3 perf/bench_regions.py
 

@@ -1,5 +1,6 @@
-"""The benchmark end to end in the workflow (SPEC 8): real MSRC-v2 photos with the image labels of
-their segmentations as ground truth, splits, baselines, evaluations, leaderboard, release."""
+"""The benchmark end to end in the workflow (docs/measures.md: ImageCLEF 2012 task page, Villegas
+and Paredes 2014, Dutta et al. 2018): real MSRC-v2 photos with the image labels of their
+segmentations as ground truth, splits, baselines, evaluations, leaderboard, release."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The SPEC 9 subtasks in the workflow, end to end on real photos (issue 27): box ground truth,
+"""The ImageCLEF 2016 subtasks 1 and 3 in the workflow, end to end on real photos (issue 27): box ground truth,
 box baselines from the k-NN runs, content-selection baselines, all on the leaderboard, the same
 bytes at --cores 1 and --cores 2.
 
@@ -145,7 +145,7 @@ def test_voc_toyexample_box_and_selection_baselines(voc_builds):
     for name in SELECTION_RUNS:
         result = json.loads((out / "evaluations" / f"selection_{name}.json").read_text())
         assert result["images"] == 3 and all(0 <= result[m]["mean"] <= 1 for m in ("P", "R", "F"))
-    # Human upper bound: P = R by symmetry (SPEC 9).
+    # Human upper bound: P = R by symmetry (Gilbert et al. 2016, equations 3-4).
     assert board.loc["selection_human", "P mean"] == board.loc["selection_human", "R mean"]
     assert (out / "runs" / "selection_random.csv").read_text().startswith("image_id,instance\n")
     assert "## Content selection" in (out / "reports" / "leaderboard.md").read_text()

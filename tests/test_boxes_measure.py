@@ -1,4 +1,5 @@
-"""The localisation measure (SPEC 9): published AP values on real boxes, and its rules worked by hand."""
+"""The localisation measure (Gilbert et al. 2016, section 2.5; Everingham et al. 2010): published AP
+values on real boxes, and its rules worked by hand."""
 
 from __future__ import annotations
 
@@ -229,11 +230,11 @@ def test_evaluate_boxes_refuses_bad_input_with_status_2(tmp_path, capsys, change
     assert not (tmp_path / "x.json").exists()
 
 
-# ---------------------------------------------------------------- against a plain reading of SPEC 9
+# ------------------------------------------- against a plain reading of Gilbert et al. 2016, section 2.5
 
 
 def reference_aps(truth_rows, run_rows, threshold: Fraction, interpolation: str) -> dict[str, float]:
-    """SPEC 9 read literally, one box at a time, in exact arithmetic."""
+    """Gilbert et al. 2016 (section 2.5) read literally, one box at a time, in exact arithmetic."""
     def pixels(box):
         return (box[2] - box[0] + 1) * (box[3] - box[1] + 1)
 

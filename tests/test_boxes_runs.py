@@ -1,5 +1,6 @@
-"""Box runs (SPEC 9 "Boxes"): the three forms round-trip, and the checker names the line of every
-fault, on a real run made from the shared detections."""
+"""Box runs (ImageCLEF 2016 subtask 1, Gilbert et al. 2016; PASCAL VOC devkit conventions,
+Everingham et al. 2010): the three forms round-trip, and the checker names the line of every fault,
+on a real run made from the shared detections."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Box ground truth (SPEC 9 "Boxes"): every form read on real files, boxes derived from the real
-MSRC-v2 segmentations, and a rejects row, with its reason, for every kind of bad box."""
+"""Box ground truth (ImageCLEF 2016 subtask 1, Gilbert et al. 2016; PASCAL VOC devkit conventions,
+Everingham et al. 2010): every form read on real files, boxes derived from the real MSRC-v2
+segmentations, and a rejects row, with its reason, for every kind of bad box."""
 
 from __future__ import annotations
 

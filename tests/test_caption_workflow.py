@@ -1,7 +1,8 @@
-"""Captions and text illustration in the workflow (SPEC 9): the shared demo and MSRC-v2 + kiwix
-builds take their harvested page captions as references (where Java runs Meteor) and make
-illustration queries from their pages; runs, evaluations, leaderboard, browser, card, Croissant,
-and the same bytes at --cores 1 as at --cores 2."""
+"""Captions and text illustration in the workflow (ImageCLEF 2016 subtask 2 and teaser, Gilbert
+et al. 2016): the shared demo and MSRC-v2 + kiwix builds take their harvested page captions as
+references (where Java runs Meteor) and make illustration queries from their pages; runs,
+evaluations, leaderboard, browser, card, Croissant, and the same bytes at --cores 1 as at
+--cores 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Captions (SPEC 9, subtask 2): the readers, the `captions` table, Meteor 1.5 through
+"""Captions (ImageCLEF 2016 subtask 2, Gilbert et al. 2016): the readers, the `captions` table, Meteor 1.5 through
 pycocoevalcap on CLIPScore's example (published figures), the human bound and the command."""
 
 from __future__ import annotations

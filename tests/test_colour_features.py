@@ -1,4 +1,4 @@
-"""Colorhist and GETLF on real photos (SPEC 3)."""
+"""Colorhist and GETLF on real photos (Villegas and Paredes 2014, section 2.3)."""
 
 from __future__ import annotations
 

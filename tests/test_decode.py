@@ -1,4 +1,4 @@
-"""Decoding real files of every kind SPEC 1 lists into 8-bit sRGB."""
+"""Decoding real files of every kind docs/tables.md lists for images into 8-bit sRGB."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GIST against LEAR's C implementation on real photos (SPEC 3)."""
+"""GIST against LEAR's C implementation on real photos (Douze et al. 2009)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Concept vocabularies and ground truth in every form (SPEC 8), on the real MSRC-v2 labels."""
+"""Concept vocabularies and ground truth in every form (the ImageCLEF 2012 task page's forms), on
+the real MSRC-v2 labels."""
 
 from __future__ import annotations
 

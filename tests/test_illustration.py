@@ -1,4 +1,4 @@
-"""Text illustration (SPEC 9, the 2016 teaser): R@k by hand, query extraction on real pages, the
+"""Text illustration (the ImageCLEF 2016 teaser, Gilbert et al. 2016): R@k by hand, query extraction on real pages, the
 ranking-run checker on corrupted runs, the baselines and the commands end to end on the shared pages."""
 
 from __future__ import annotations

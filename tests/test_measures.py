@@ -402,7 +402,7 @@ def test_msrc_photo_labels_and_noisy_run_match_sklearn(msrc):
 
 # --- region level ----------------------------------------------------------------------
 
-# Part of the SAIAPR TC-12 hierarchy (seed 000). The trees path is stated in
+# Part of the SAIAPR TC-12 hierarchy (Escalante et al. 2008). The trees path is stated in
 # the text: object -> landscape-nature -> vegetation -> trees -> tree. The
 # figures with the rest are not in the text; the other labels hang where
 # Table 9's errors put them (depth = steps below the root "object").

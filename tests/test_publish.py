@@ -319,7 +319,7 @@ def test_unspecified_licence():
     assert croissant_license("mit") == "https://spdx.org/licenses/MIT.html"
 
 
-# ---------------------------------------------------------------- boxes (SPEC 9)
+# ---------------------------------------------------------------- boxes (ImageCLEF 2016 subtask 1)
 
 VOC_TOY = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "boxes" / "voc_toyexample"
 

@@ -1,4 +1,5 @@
-"""The 27 SAIAPR region features (SPEC 5): the reference values, and hand-checked cases."""
+"""The 27 SAIAPR region features (Escalante et al. 2008, section 4.4; Carbonetto's code): the
+reference values, and hand-checked cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Resized images (SPEC 2)."""
+"""Resized images (Villegas and Paredes 2014, section 2.3: at most 240 pixels, aspect ratio kept)."""
 
 from __future__ import annotations
 

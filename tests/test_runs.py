@@ -1,4 +1,5 @@
-"""Runs (SPEC 8 "Run formats"): checker, reader and writers, on the two real ImageCLEF 2014 runs."""
+"""Runs (the run formats of the ImageCLEF 2012 task page and of Villegas and Paredes 2014, section
+2.2): checker, reader and writers, on the two real ImageCLEF 2014 runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Importers of region-level data (SPEC 1) into the canonical form, and their rejects."""
+"""Importers of region-level data (SAIAPR TC-12, Escalante et al. 2008; MSRC-v2, Shotton et al.
+2006; BSDS500, Martin et al. 2001; COCO panoptic, Kirillov et al. 2019; LabelMe, Russell et al.
+2008) into the canonical form, and their rejects."""
 
 from __future__ import annotations
 

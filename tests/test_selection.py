@@ -1,4 +1,4 @@
-"""Content selection (SPEC 9, subtask 3): eq. 3-5 by hand, the readers, the baselines, the
+"""Content selection (ImageCLEF 2016 subtask 3, Gilbert et al. 2016): eq. 3-5 by hand, the readers, the baselines, the
 human upper bound and the command, on hand-made truth and on the shared Flickr30k Entities half."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Spatial relations (SPEC 6) on constructed masks and the real MSRC-v2 maps."""
+"""Spatial relations (Escalante et al. 2008, section 4.5) on constructed masks and the real MSRC-v2 maps."""
 
 from __future__ import annotations
 

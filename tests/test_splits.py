@@ -1,4 +1,4 @@
-"""Splits that depend only on an image's id and the seed (SPEC 8), and the SAIAPR region protocol."""
+"""Splits that depend only on an image's id and the seed, and the SAIAPR region protocol."""
 
 from __future__ import annotations
 

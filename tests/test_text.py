@@ -1,4 +1,5 @@
-"""Near-image text features from real web pages (SPEC 4), and hostile pages."""
+"""Near-image text features from real web pages (Villegas and Paredes 2014, section 2.3, equation
+1), and hostile pages."""
 
 from __future__ import annotations
 
