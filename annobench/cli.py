@@ -568,7 +568,8 @@ def build_parser() -> argparse.ArgumentParser:
     boxes.set_defaults(handler=_boxes)
 
     evaluate_boxes = commands.add_parser(
-        "evaluate-boxes", help="score a box run against box ground truth: AP and MAP at IoU thresholds (SPEC 9)")
+        "evaluate-boxes",
+        help="score a box run against box ground truth: AP and MAP at IoU thresholds (ImageCLEF 2016 subtask 1)")
     evaluate_boxes.add_argument("--truth", required=True,
                                 help="VOC XML folder, COCO JSON, CSV or Parquet table, or folder of "
                                      "'class left top width height' files")

@@ -121,7 +121,8 @@ def check_box_runs(out: Path) -> dict[str, dict]:
     board = pd.read_parquet(out / "tables" / "box_leaderboard")
     assert sorted(board["run"]) == sorted(BOX_RUNS)
     markdown = (out / "reports" / "leaderboard.md").read_text()
-    assert "## Localisation" in markdown and all(f"| {name} |" in markdown for name in BOX_RUNS)
+    assert "## Localisation (boxes, ImageCLEF 2016 subtask 1)" in markdown
+    assert all(f"| {name} |" in markdown for name in BOX_RUNS)
     return evaluations
 
 
@@ -148,7 +149,7 @@ def test_voc_toyexample_box_and_selection_baselines(voc_builds):
     # Human upper bound: P = R by symmetry (Gilbert et al. 2016, equations 3-4).
     assert board.loc["selection_human", "P mean"] == board.loc["selection_human", "R mean"]
     assert (out / "runs" / "selection_random.csv").read_text().startswith("image_id,instance\n")
-    assert "## Content selection" in (out / "reports" / "leaderboard.md").read_text()
+    assert "## Content selection (ImageCLEF 2016 subtask 3)" in (out / "reports" / "leaderboard.md").read_text()
 
 
 def test_voc_toyexample_same_bytes_on_one_and_two_cores(voc_builds):

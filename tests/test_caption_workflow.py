@@ -85,7 +85,7 @@ def test_caption_runs_transfer_training_references_and_are_scored(build):
     assert human["run"] == "caption_human"
     board = pd.read_parquet(build / "tables" / "caption_leaderboard")
     assert sorted(board["run"]) == sorted([*runs, "caption_human"])
-    assert "## Captions" in (build / "reports" / "leaderboard.md").read_text()
+    assert "## Captions (ImageCLEF 2016 subtask 2)" in (build / "reports" / "leaderboard.md").read_text()
 
 
 def test_a_caption_run_scores_the_same_through_evaluate_captions(msrc_build, tmp_path):
@@ -133,6 +133,7 @@ def test_illustration_queries_runs_and_recall(build, tmp_path):
         assert results["tfidf"]["R@10"] > 3 * results["tfidf"]["chance"]["R@10"]
     board = pd.read_parquet(build / "tables" / "illustration_leaderboard")
     assert sorted(board["run"]) == ["illustration_random", "illustration_tfidf"]
+    assert "## Text illustration (the ImageCLEF 2016 teaser)" in (build / "reports" / "leaderboard.md").read_text()
 
 
 def test_release_card_croissant_and_browser_show_them(build):

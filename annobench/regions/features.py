@@ -69,7 +69,8 @@ REGION_FEATURES_SCHEMA = pa.schema(
         field("annotator", pa.int16(), "which segmentation of the image (1 when the source has one)"),
         field("region_id", pa.int32(), "region id in the label map (> 0)"),
     ]
-    + [field(name, pa.float64(), f"SAIAPR region feature {k} (SPEC 5)") for k, name in enumerate(FEATURE_NAMES, 1)]
+    + [field(name, pa.float64(), f"SAIAPR region feature {k} (Escalante et al. 2008, section 4.4)")
+       for k, name in enumerate(FEATURE_NAMES, 1)]
 )
 
 

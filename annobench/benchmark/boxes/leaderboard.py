@@ -28,7 +28,7 @@ def box_markdown(board: pd.DataFrame) -> str:
     every = [[row["run"], *(number(row[f"MAP@{t}"]) for t in thresholds)] for _, row in board.iterrows()]
     images = int(board["test_images"].max()) if len(board) else 0
     lines = [
-        "## Localisation (boxes, SPEC 9 subtask 1)",
+        "## Localisation (boxes, ImageCLEF 2016 subtask 1)",
         "",
         f"MAP over the concepts with a ground-truth box on the {images} test images, at IoU thresholds t "
         "(t = 0: a box counts as an image-level annotation). Sorted by MAP at 0.5.",

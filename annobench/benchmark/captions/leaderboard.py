@@ -27,7 +27,7 @@ def caption_markdown(board: pd.DataFrame) -> str:
              *(number(row[f"meteor_{k}"]) for k in ("median", "min", "max", "corpus")),
              *(number(row[k]) for k in SECONDARY), str(row["images"])] for _, row in board.iterrows()]
     lines = [
-        "## Captions (SPEC 9 subtask 2)",
+        "## Captions (ImageCLEF 2016 subtask 2)",
         "",
         "Meteor 1.5 of each test image's caption against its reference descriptions, mean ± population "
         "standard deviation, median, min and max over the test images with references (an image without "

@@ -30,8 +30,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     making = commands.add_parser(
-        "illustration", help="text illustration (SPEC 9): query documents from saved pages, their truth, and the "
-                             "random and tf-idf baseline runs with their R@k")
+        "illustration", help="text illustration (the ImageCLEF 2016 teaser): query documents from saved pages, "
+                             "their truth, and the random and tf-idf baseline runs with their R@k")
     making.add_argument("--pages", required=True, help="folder of saved pages with their images")
     making.add_argument("--mapping", default=None,
                         help="CSV image_id,page_id,img_src (default: derived from the folder, as pages-map does)")

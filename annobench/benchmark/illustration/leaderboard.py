@@ -28,7 +28,7 @@ def illustration_markdown(board: pd.DataFrame) -> str:
         rows.append(["chance", *(f"{100 * first[f'chance R@{k}']:.2f}" for k in RECALL_KS)])
     queries, candidates = (int(board["queries"].max()), int(board["candidates"].max())) if len(board) else (0, 0)
     lines = [
-        "## Text illustration (SPEC 9, the 2016 teaser)",
+        "## Text illustration (the ImageCLEF 2016 teaser)",
         "",
         f"Recall at k (%) over {queries} queries (a page's text; its answer is the image it shows) among "
         f"{candidates} candidate images; a query the run does not rank is a miss. Sorted by R@100.",

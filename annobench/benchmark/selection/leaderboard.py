@@ -30,11 +30,11 @@ def selection_markdown(board: pd.DataFrame) -> str:
     rows = [[row["run"], *(f"{number(row[f'{m} mean'])} ± {number(row[f'{m} std'])}" for m in SELECTION_MEASURES),
              str(row["images"])] for _, row in board.iterrows()]
     lines = [
-        "## Content selection (SPEC 9 subtask 3)",
+        "## Content selection (ImageCLEF 2016 subtask 3)",
         "",
         "P, R and F of each test image's selected box instances against its gold descriptions (eq. 3-5 of "
-        "seed 001), mean ± population standard deviation over the images. The human upper bound is measured "
-        "on the images with two or more descriptions. Sorted by F.",
+        "Gilbert et al. 2016), mean ± population standard deviation over the images. The human upper bound "
+        "is measured on the images with two or more descriptions. Sorted by F.",
         "",
         *markdown_table(["run", "P", "R", "F", "images"], rows),
         "",
