@@ -396,3 +396,36 @@ def test_site_builds_strictly_and_offline(tmp_path):
     fetched = re.compile(r"""(?:src|href)=["'](?:https?:)?//(?:fonts\.googleapis|fonts\.gstatic|cdn\.)""")
     online = [p.name for p in pages if fetched.search(p.read_text(encoding="utf-8"))]
     assert not online, f"pages that fetch fonts or scripts from the network: {online}"
+
+
+# Cited as "Name YYYY", "Name et al. YYYY" or "Name and Other YYYY" (a line break may fall
+# anywhere in it); a few capitalised words before a year are not citations.
+CITATION = re.compile(r"\b([A-Z][A-Za-zà-ÿ\-]+)(?:\s+et\s+al\.?|\s+and\s+[A-Z][A-Za-zà-ÿ\-]+)?,?\s+\(?((?:19|20)\d\d)\b")
+NOT_CITATIONS = {("JPEG", "2000"), ("July", "1999"), ("Parquet", "2012"), ("Tower", "2011"), ("UBC", "2002")}
+CITING = ("annobench", "workflow", "scripts", "config", "docs", "tests", "perf")
+
+
+def project_texts():
+    for root in CITING:
+        for path in sorted((REPO / root).rglob("*")):
+            if path.suffix in (".py", ".smk", ".md", ".yaml"):
+                yield path, path.read_text(encoding="utf-8", errors="replace")
+    yield REPO / "README.md", (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_nothing_cites_a_document_the_project_does_not_hold():
+    """The project cites papers (docs/references.md), never the notes it was started from."""
+    outside = re.compile(r"\bSPEC\s+\d|\bseeds?\s+0\d\d\b|\bthe\s+SPEC\b")
+    found = [f"{path.relative_to(REPO)}: {match.group(0)!r}" for path, text in project_texts()
+             for match in outside.finditer(text)]
+    assert not found, found
+
+
+def test_every_cited_paper_is_in_the_references():
+    references = (REPO / "docs" / "references.md").read_text(encoding="utf-8")
+    missing = {}
+    for path, text in project_texts():
+        for name, year in CITATION.findall(text):
+            if (name, year) not in NOT_CITATIONS and not (name in references and year in references):
+                missing.setdefault(f"{name} {year}", str(path.relative_to(REPO)))
+    assert not missing, missing

@@ -34,8 +34,8 @@ MAP is the mean AP over every concept with a ground-truth box among the
 evaluated images; a concept the run never predicts has AP 0. A run box on
 an image without ground truth, or of a concept without ground truth, is a
 false positive of its concept (the second affects no AP of the mean).
-Restricted to images with at least n ground-truth boxes (Fig. 4 of seed
-001), only those images' truth and run boxes count.
+Restricted to images with at least n ground-truth boxes (Gilbert et al. 2016,
+Figure 4), only those images' truth and run boxes count.
 
 The matching does not depend on t except through one comparison: each
 run box's best truth box and IoU are computed once (vectorised, in blocks
