@@ -84,6 +84,7 @@ if PLAN.neighbours and PLAN.merged and not PLAN.neighbour_search_split:
             training_blocks=len(NEIGHBOUR_BLOCKS["training"]),
             code=script_code("parts.py", "annobench.benchmark.neighbours.stage"),
         threads: 1
+        priority: CRITICAL_PATH
         resources:
             mem_mb=NEIGHBOURS_MEM_MB,
             runtime=NEIGHBOURS_MINUTES * max(1, len(PLAN.neighbours)),
@@ -109,6 +110,7 @@ else:
             training_blocks=len(NEIGHBOUR_BLOCKS["training"]),
             code=script_code("benchmark_neighbours.py", "annobench.benchmark.neighbours.blocks"),
         threads: 1
+        priority: CRITICAL_PATH
         resources:
             mem_mb=NEIGHBOURS_MEM_MB,
             runtime=NEIGHBOURS_MINUTES,

@@ -30,6 +30,7 @@ rule bow_sample:
         dsift=DSIFT,
         sampling=SAMPLING,
         code=script_code("bow_sample.py"),
+    priority: CRITICAL_PATH
     resources:
         mem_mb=1024,
         runtime=shard_runtime("bow_sample"),
@@ -49,55 +50,32 @@ CODEBOOK_MEM_MB = 1024 + 128 * CODEBOOK_THREADS + math.ceil(1.1 * BOW["sample_de
 # times that, and half an hour for loading and slack.
 CODEBOOK_MINUTES = 30 + math.ceil(4e-10 * BOW["sample_descriptors"] * BOW["words"] * 384 * BOW["iterations"] / 60)
 
-if PLAN.merged:
+for kind in BOW_KINDS:
 
-    rule bow_codebook_merged:
+    rule:
+        name:
+            f"bow_codebook_{kind}"
         input:
-            expand(bow_sample_file("{kind}", "{shard}"), kind=BOW_KINDS, shard=SHARDS),
+            expand(bow_sample_file(kind, "{shard}"), shard=SHARDS),
         output:
-            [codebook_file(kind) for kind in BOW_KINDS],
+            codebook_file(kind),
         log:
-            out("logs/bow_codebook_merged.log"),
+            out(f"logs/bow_codebook_{kind}.log"),
         params:
-            job="annobench.visual.bow_stage:bow_codebook_job",
-            parts=merged_parts(BOW_KINDS, "kind",
-                               lambda kind: {"samples": expand(bow_sample_file(kind, "{shard}"), shard=SHARDS)},
-                               lambda kind: {"codebook": codebook_file(kind)}, lambda kind: {"kind": kind}),
+            kind=kind,
             settings=CODEBOOK_SETTINGS,
-            code=script_code("parts.py", "annobench.visual.bow_stage"),
-        threads: CODEBOOK_THREADS
+            code=script_code("bow_codebook.py"),
+        # A small build's codebooks are small: a thread each, so that they start side by side as
+        # soon as cores are free rather than wait for several cores at once.
+        threads: 1 if PLAN.merged else CODEBOOK_THREADS
+        priority: CRITICAL_PATH
         resources:
             mem_mb=CODEBOOK_MEM_MB,
-            runtime=CODEBOOK_MINUTES * len(BOW_KINDS),
+            runtime=CODEBOOK_MINUTES,
         conda:
             "../../envs/annobench.yaml"
         script:
-            "../../scripts/parts.py"
-
-else:
-    for kind in BOW_KINDS:
-
-        rule:
-            name:
-                f"bow_codebook_{kind}"
-            input:
-                expand(bow_sample_file(kind, "{shard}"), shard=SHARDS),
-            output:
-                codebook_file(kind),
-            log:
-                out(f"logs/bow_codebook_{kind}.log"),
-            params:
-                kind=kind,
-                settings=CODEBOOK_SETTINGS,
-                code=script_code("bow_codebook.py"),
-            threads: CODEBOOK_THREADS
-            resources:
-                mem_mb=CODEBOOK_MEM_MB,
-                runtime=CODEBOOK_MINUTES,
-            conda:
-                "../../envs/annobench.yaml"
-            script:
-                "../../scripts/bow_codebook.py"
+            "../../scripts/bow_codebook.py"
 
 
 # All kinds of a shard in one job: the image is read once and the planes the
@@ -114,6 +92,7 @@ rule feature_bow:
     params:
         settings={"kinds": BOW_KINDS, "dsift": DSIFT, "pyramid": BOW["pyramid"], "words": BOW["words"]},
         code=script_code("bow_encode.py"),
+    priority: CRITICAL_PATH
     resources:
         # As one kind's job before: the vectors of one kind at a time, the others kept as words.
         mem_mb=1024,

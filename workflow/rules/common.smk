@@ -31,6 +31,12 @@ if PLAN.merged:
     logger.info(f"annobench: fewer than {config['sharding']['merge_below_images']} images: each family of "
                 f"per-run benchmark jobs runs as one job (sharding.merge_below_images)")
 
+# Rules on the longest path of any build: the features, and every shard's descriptor sample ->
+# the codebooks -> the bags of words; then the neighbour searches on every feature, which the
+# benchmark waits for. Snakemake starts the ready job of highest priority first; without it
+# these waited behind work nothing waits for (regions, text, duplicates).
+CRITICAL_PATH = 1
+
 INVENTORY = PLAN.inventory
 SHARDS = PLAN.shards
 BENCHMARK = config["benchmark"]

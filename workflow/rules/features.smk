@@ -12,6 +12,7 @@ rule getlf_projection:
     params:
         settings=config["features"]["getlf"],
         code=script_code("getlf_projection.py"),
+    priority: CRITICAL_PATH
     resources:
         mem_mb=512,
     conda:
@@ -36,6 +37,7 @@ for feature in GLOBAL_FEATURES:
             settings=config["features"][feature],
             code=script_code("feature_shard.py", FEATURES[feature].module),
         threads: 1
+        priority: CRITICAL_PATH
         resources:
             mem_mb=1024,
             runtime=shard_runtime(feature),
