@@ -47,8 +47,8 @@ def test_without_pages_the_cooccurrence_baselines_are_skipped_with_a_note():
 
 
 def test_merged_jobs_write_the_bytes_of_one_job_a_run(demo_build, tmp_path):
-    """The demo (merged: one job for the baselines, one for the neighbour searches, one for the
-    codebooks) against the same build with a job per run, feature and kind."""
+    """The demo (merged: one job for the baselines, one for the neighbour searches) against the
+    same build with a job per run and feature."""
     from conftest import demo_build_in
 
     def per_run(config):
@@ -56,7 +56,7 @@ def test_merged_jobs_write_the_bytes_of_one_job_a_run(demo_build, tmp_path):
 
     apart = demo_build_in(tmp_path, edit=per_run)
     rules = {path.stem.split("-")[0] for path in (apart / "provenance" / "jobs").glob("*.json")}
-    assert {"baseline", "benchmark_neighbours", "bow_codebook_sift"} <= rules
+    assert {"baseline", "benchmark_neighbours"} <= rules
     merged = {path.stem.split("-")[0] for path in (demo_build / "provenance" / "jobs").glob("*.json")}
-    assert {"baseline_merged", "benchmark_neighbours_merged", "bow_codebook_merged"} <= merged
+    assert {"baseline_merged", "benchmark_neighbours_merged"} <= merged
     assert tree_bytes(apart) == tree_bytes(demo_build)
