@@ -329,19 +329,21 @@ def _check_run(args: argparse.Namespace) -> int:
 def _boxes(args: argparse.Namespace) -> int:
     from annobench.benchmark.boxes.commands import boxes_main
 
-    return boxes_main(args.truth, args.out, args.segmentations, args.concepts, args.images, args.image_id_from)
+    return boxes_main(args.truth, args.out, args.segmentations, args.concepts, args.images, args.image_id_from,
+                      geometry=args.geometry, outside=args.outside)
 
 
 def _evaluate_boxes(args: argparse.Namespace) -> int:
     from annobench.benchmark.boxes.commands import evaluate_boxes_main
 
-    return evaluate_boxes_main(args.truth, args.run, args.json, args.thresholds, args.interpolation, args.min_boxes)
+    return evaluate_boxes_main(args.truth, args.run, args.json, args.thresholds, args.interpolation, args.min_boxes,
+                               geometry=args.geometry, truth_geometry=args.truth_geometry, images=args.images)
 
 
 def _check_box_run(args: argparse.Namespace) -> int:
     from annobench.benchmark.boxes.checker import check_box_run_main
 
-    return check_box_run_main(args.run, args.concepts, args.images)
+    return check_box_run_main(args.run, args.concepts, args.images, geometry=args.geometry)
 
 
 def _label_stats(args: argparse.Namespace) -> int:
@@ -383,6 +385,20 @@ def _report(error) -> int:
         print(f"{getattr(error, 'path', 'annobench')}: {len(lines) - 20} more problem(s); the command's checker "
               "(check-run, check-box-run, check-illustration-run) lists them all", file=sys.stderr)
     return 2
+
+
+GEOMETRY_HELP = ("how a folder of box text files gives a box: xyxy (xmin ymin xmax ymax, the maximum inclusive, as "
+                 "VOC), xyxy-exclusive (the maximum one past the box) or xywh (left top width height); required "
+                 "for such a folder, which does not say it (VOC XML, COCO JSON, the tables and the WxH+X+Y text "
+                 "form say theirs)")
+IMAGES_HELP = ("the images: one id a line, CSV image_id[,width,height], or a build folder (its images table, with "
+               "sizes); other images are {other}, boxes leaving their image too")
+
+
+def _geometry_option(parser: argparse.ArgumentParser, flag: str = "--geometry", help_text: str = GEOMETRY_HELP) -> None:
+    from annobench.benchmark.boxes.model import GEOMETRIES
+
+    parser.add_argument(flag, default=None, choices=GEOMETRIES, help=help_text)
 
 
 def _page_source(parser: argparse.ArgumentParser, pages_help: str, warc_help: str) -> None:
@@ -551,45 +567,52 @@ def build_parser() -> argparse.ArgumentParser:
                       "the boxes table, bad boxes into box rejects")
     boxes.add_argument("--truth", required=True,
                        help="a VOC XML folder, a COCO JSON file, a CSV or Parquet table "
-                            "image_id,concept,xmin,ymin,xmax,ymax, a folder of 'class left top width height' files, "
-                            "or (with --segmentations) the segmentations")
+                            "image_id,concept,xmin,ymin,xmax,ymax, a folder of box text files 'class A B C D' "
+                            "(with --geometry), or (with --segmentations) the segmentations")
     boxes.add_argument("--segmentations", default=None, metavar="KIND",
                        choices=["canonical", "saiapr", "msrc_v2", "bsds500", "coco_panoptic", "labelme"],
                        help="derive the boxes from labelled segmentations of this kind (each region's bounding box)")
     boxes.add_argument("--concepts", default=None,
                        help="the vocabulary (one concept a line, or the concepts CSV): other concepts are rejected")
-    boxes.add_argument("--images", default=None,
-                       help="the images: one id a line, or CSV image_id[,width,height]; other images are rejected, "
-                            "boxes leaving their image too")
+    boxes.add_argument("--images", default=None, help=IMAGES_HELP.format(other="rejected"))
+    _geometry_option(boxes)
+    boxes.add_argument("--outside", default="reject", choices=["reject", "clip"],
+                       help="a box leaving its image (of known size): rejected, or clipped to the image and kept "
+                            "with a row in tables/box_notes (default: reject)")
     boxes.add_argument("--image-id-from", default="file", choices=["file", "filename"],
                        help="VOC XML: the image id is the file's stem or the stem of its <filename>")
     boxes.add_argument("--out", required=True,
-                       help="folder to write tables/boxes/all.parquet and tables/box_rejects/all.parquet in")
+                       help="folder to write tables/boxes, tables/box_rejects and tables/box_notes in")
     boxes.set_defaults(handler=_boxes)
 
     evaluate_boxes = commands.add_parser(
         "evaluate-boxes",
         help="score a box run against box ground truth: AP and MAP at IoU thresholds (ImageCLEF 2016 subtask 1)")
     evaluate_boxes.add_argument("--truth", required=True,
-                                help="VOC XML folder, COCO JSON, CSV or Parquet table, or folder of "
-                                     "'class left top width height' files")
+                                help="VOC XML folder, COCO JSON, CSV or Parquet table, or folder of box text files "
+                                     "'class A B C D' (with --geometry or --truth-geometry)")
     evaluate_boxes.add_argument("--run", required=True,
                                 help="the box run: text, CSV or Parquet form, a folder of "
-                                     "'class confidence left top width height' files, or COCO results (COCO truth)")
+                                     "'class confidence A B C D' files (with --geometry), or COCO results (COCO truth)")
     evaluate_boxes.add_argument("--thresholds", default="0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9",
                                 help="IoU thresholds, comma-separated, each in [0, 1]; 0 ignores the box")
     evaluate_boxes.add_argument("--interpolation", default="all", choices=["all", "11"],
                                 help="AP over all recall points (VOC 2010+) or at 11 recall levels (VOC 2007)")
     evaluate_boxes.add_argument("--min-boxes", type=non_negative_int, default=0, metavar="N",
                                 help="evaluate only images with at least N ground-truth boxes (0: every image)")
+    _geometry_option(evaluate_boxes)
+    _geometry_option(evaluate_boxes, "--truth-geometry", "the geometry of a ground truth folder of box text files "
+                                                         "when it is not the run's --geometry")
+    evaluate_boxes.add_argument("--images", default=None, help=IMAGES_HELP.format(other="problems of the run and "
+                                                                                       "rejected from the truth"))
     evaluate_boxes.add_argument("--json", required=True, help="where to write MAP and AP per threshold")
     evaluate_boxes.set_defaults(handler=_evaluate_boxes)
 
     check_box_run = commands.add_parser(
         "check-box-run", help="validate a box run (exit 2 and one line per problem, naming line and field)")
     check_box_run.add_argument("--concepts", default=None, help="the vocabulary, one concept a line")
-    check_box_run.add_argument("--images", default=None,
-                               help="the test images: one id a line, or CSV image_id[,width,height]")
+    check_box_run.add_argument("--images", default=None, help=IMAGES_HELP.format(other="problems"))
+    _geometry_option(check_box_run)
     check_box_run.add_argument("run", help="the box run: text, CSV or Parquet form, or a folder of detections files")
     check_box_run.set_defaults(handler=_check_box_run)
 

@@ -24,8 +24,8 @@ COLUMNS = ["image_id", "concept", "xmin", "ymin", "xmax", "ymax"]
 
 
 def published_ap(truth_path, run_path, threshold: str, interpolation: str) -> float:
-    truth = read_box_truth(require_shared(truth_path))
-    run = read_box_run(require_shared(run_path))
+    truth = read_box_truth(require_shared(truth_path), geometry="xywh")
+    run = read_box_run(require_shared(run_path), geometry="xywh")
     result = evaluate_boxes(truth.boxes, run, [threshold], interpolation, image_ids=truth.image_ids)
     assert result["MAP"][threshold] == pytest.approx(next(iter(result["AP"][threshold].values())))
     return 100 * result["MAP"][threshold]
@@ -54,8 +54,9 @@ def test_padilla_precision_and_recall_are_those_the_repository_printed():
     lines = require_shared(PADILLA / "results" / "results.txt").read_text().splitlines()
     printed = {line.split(":")[0]: json.loads(line.split(":", 1)[1].replace("'", '"'))
                for line in lines if line.startswith(("Precision:", "Recall:"))}
-    truth = read_box_truth(PADILLA / "groundtruths")
-    precision, recall = precision_recall(truth.boxes, read_box_run(PADILLA / "detections"), "0.3")["person"]
+    truth = read_box_truth(PADILLA / "groundtruths", geometry="xywh")
+    run = read_box_run(PADILLA / "detections", geometry="xywh")
+    precision, recall = precision_recall(truth.boxes, run, "0.3")["person"]
     assert [f"{p:.2f}" for p in precision] == printed["Precision"]
     assert [f"{r:.2f}" for r in recall] == printed["Recall"]
 
@@ -180,7 +181,7 @@ def test_evaluate_boxes_command_writes_every_threshold(tmp_path, capsys):
     require_shared(TOY)
     out = tmp_path / "toy.json"
     code = main(["evaluate-boxes", "--truth", str(TOY / "gts_coco_format" / "toy_example_coco.JSON"),
-                 "--run", str(TOY / "dets_classname_abs_xywh"), "--json", str(out)])
+                 "--run", str(TOY / "dets_classname_abs_xywh"), "--geometry", "xywh", "--json", str(out)])
     assert code == 0, capsys.readouterr().err
     result = json.loads(out.read_text())
     keys = ["0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
@@ -217,7 +218,7 @@ def test_evaluate_boxes_refuses_bad_input_with_status_2(tmp_path, capsys, change
     require_shared(TOY)
     (tmp_path / "broken.txt").write_text("2007_000549 cat 0.9:10x10+1+1\n2007_000733 cat 7:10x10+1+1\n")
     args = {"--truth": str(TOY / "gts_vocpascal_format"), "--run": str(TOY / "dets_classname_abs_xywh"),
-            "--json": str(tmp_path / "x.json")}
+            "--geometry": "xywh", "--json": str(tmp_path / "x.json")}
     extra = []
     for flag, value in zip(change[::2], change[1::2]):
         if flag in args:

@@ -28,7 +28,8 @@ COCO = REAL / "boxes" / "voc_toyexample" / "gts_coco_format" / "toy_example_coco
 
 def real_run() -> pd.DataFrame:
     """Padilla's 24 person detections (7 images), then the 12 cat detections of the VOC toy example."""
-    return pd.concat([read_box_run(require_shared(folder)) for folder in DETECTIONS], ignore_index=True)
+    return pd.concat([read_box_run(require_shared(folder), geometry="xywh") for folder in DETECTIONS],
+                     ignore_index=True)
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def write_lines(path: Path, lines: list[bytes]) -> Path:
 
 def checked(run: Path, names: tuple[Path, Path]) -> tuple[int, list[str]]:
     out = io.StringIO()
-    code = check_box_run_main(run, *names, out=out)
+    code = check_box_run_main(run, *names, out=out, geometry="xywh")
     return code, out.getvalue().splitlines()
 
 
@@ -244,10 +245,11 @@ def test_detections_folder_faults_name_their_file_and_line(tmp_path, names):
     (folder / "00009.txt").write_text("person 0.5 1 1 4 4\n")
     code, output = checked(folder, names)
     assert code == 2
-    assert output == [f"{folder}:2: 00003.txt: field 2: score '1.2' is outside [0, 1]",
-                      f"{folder}:4: 00003.txt: wrong number of fields: 5; expected 6 "
-                      "(class confidence left top width height)",
-                      f"{folder}:0: 00009.txt: unknown image '00009' (not in the image list)"]
+    # The file, then its line (docs/command-line.md, check-box-run): FOLDER/FILE:LINE: message.
+    assert output == [f"{folder / '00003.txt'}:2: field 2: score '1.2' is outside [0, 1]",
+                      f"{folder / '00003.txt'}:4: wrong number of fields: 5; expected 6 "
+                      "(class confidence left top width height, --geometry xywh)",
+                      f"{folder / '00009.txt'}:0: unknown image '00009' (not in the image list)"]
 
 
 # ---------------------------------------------------------------- the forms round-trip

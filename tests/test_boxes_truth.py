@@ -66,7 +66,7 @@ def test_coco_json_gives_the_voc_boxes_back():
 
 
 def test_box_text_files_and_tables_are_read(tmp_path):
-    truth = read_box_truth(require_shared(PADILLA / "groundtruths"))
+    truth = read_box_truth(require_shared(PADILLA / "groundtruths"), geometry="xywh")
     assert truth.rejects.empty and len(truth.boxes) == 15 and len(truth.image_ids) == 7
     # 00001.txt: "person 25 16 38 56": xmax = left + width (Padilla's reading), 39 pixels wide.
     assert truth.boxes.iloc[0][CORNERS].tolist() == ["00001", "person", 25, 16, 63, 72]

@@ -336,7 +336,7 @@ def box_release(tmp_path) -> Path:
     release = tmp_path / "release"
     assert boxes_main(str(VOC_TOY / "gts_vocpascal_format"), str(release)) == 0
     run = release / "runs" / "cat_detector.parquet"
-    write_box_run(read_box_run(VOC_TOY / "dets_classname_abs_xywh"), run, "parquet")
+    write_box_run(read_box_run(VOC_TOY / "dets_classname_abs_xywh", geometry="xywh"), run, "parquet")
     (release / "evaluations").mkdir()
     assert evaluate_boxes_main(str(VOC_TOY / "gts_vocpascal_format"), str(run),
                                str(release / "evaluations" / "cat_detector.json"), "0,0.5,0.75") == 0

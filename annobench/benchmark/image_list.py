@@ -4,6 +4,8 @@
 Two forms: one image id a line (blank lines skipped), or a CSV whose header has an `image_id` column and,
 optionally, `width` and `height`. A CSV may name an image on several rows (a ground-truth file has one
 row per label): its first row counts. In a plain list, a repeated id is an error, as is whitespace in an id.
+read_images also takes a build folder: the images of its `images` table, with their sizes (the
+original's, after EXIF orientation), in image_id order.
 """
 
 from __future__ import annotations
@@ -30,6 +32,31 @@ class ImageList:
 
     def __contains__(self, image_id: str) -> bool:
         return image_id in self.known
+
+
+def read_images(path: Path | str) -> ImageList:
+    """An image list file (read_image_list), or a build folder (one holding tables/images/)."""
+    path = Path(path)
+    if path.is_dir():
+        return read_build_images(path)
+    return read_image_list(path)
+
+
+def read_build_images(build: Path | str) -> ImageList:
+    """The images of a build folder's `images` table with their sizes, in image_id order."""
+    import pyarrow.parquet as pq
+
+    folder = Path(build) / "tables" / "images"
+    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    if not files:
+        raise ImageListError(f"{build}: a folder given for the images is a build folder, with tables/images/; "
+                             "this one has none")
+    sizes: dict[str, tuple[int, int]] = {}
+    for file in files:
+        table = pq.read_table(file, columns=["image_id", "width", "height"]).to_pydict()
+        sizes.update(zip(table["image_id"], zip(table["width"], table["height"])))
+    ids = tuple(sorted(sizes))
+    return ImageList(ids, {i: (int(sizes[i][0]), int(sizes[i][1])) for i in ids})
 
 
 def read_image_list(path: Path | str) -> ImageList:

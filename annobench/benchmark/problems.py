@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from os import PathLike
+from pathlib import Path
 from typing import Callable, Sequence, TextIO, Union
 
 from annobench.core.errors import AnnobenchError
@@ -22,10 +23,16 @@ PathArg = Union[str, PathLike]
 
 @dataclass(frozen=True)
 class RunProblem:
-    """One thing wrong with a run or a companion file: 1-based line (0 = the whole file) and what."""
+    """One thing wrong with a run or a companion file: 1-based line (0 = the whole file) and what;
+    `file` names the file of a run that is a folder of files (its line is that file's)."""
 
     line: int
     message: str
+    file: str = ""
+
+    def where(self, path: PathArg) -> str:
+        """`RUN:LINE`, or `RUN/FILE:LINE` for a file of a folder run."""
+        return f"{Path(path) / self.file if self.file else path}:{self.line}"
 
 
 class RunFormatError(AnnobenchError):
@@ -37,7 +44,7 @@ class RunFormatError(AnnobenchError):
         super().__init__("\n".join(self.report_lines()))
 
     def report_lines(self) -> list[str]:
-        return [f"{self.path}:{p.line}: {p.message}" for p in self.problems]
+        return [f"{p.where(self.path)}: {p.message}" for p in self.problems]
 
 
 class Problems:
@@ -51,12 +58,12 @@ class Problems:
     def has_room(self) -> bool:
         return len(self.found) < self.limit
 
-    def add(self, line: int, message: str) -> int | None:
+    def add(self, line: int, message: str, file: str = "") -> int | None:
         """Record a problem; returns its index in `found`, or None if past the limit."""
         self.total += 1
         if not self.has_room():
             return None
-        self.found.append(RunProblem(line, message))
+        self.found.append(RunProblem(line, message, file))
         return len(self.found) - 1
 
     def result(self) -> list[RunProblem]:
@@ -94,7 +101,7 @@ def check_main(run_path: PathArg, scan: Callable[[], tuple[list[RunProblem], str
         print(f"{error.filename or run_path}: cannot read: {error.strerror or error}", file=out)
         return 2
     for problem in problems:
-        print(f"{run_path}:{problem.line}: {problem.message}", file=out)
+        print(f"{problem.where(run_path)}: {problem.message}", file=out)
     if problems:
         return 2
     print(f"{run_path}: valid, {summary}", file=out)

@@ -226,8 +226,9 @@ def box_run_seeds(form: str) -> Callable[[Path], dict[str, bytes]]:
 
         from annobench.benchmark.boxes.forms import read_box_run, write_box_run
 
-        run = pd.concat([read_box_run(BOXES / "padilla_odm" / "detections"),
-                         read_box_run(BOXES / "voc_toyexample" / "dets_classname_abs_xywh")], ignore_index=True)
+        run = pd.concat([read_box_run(BOXES / "padilla_odm" / "detections", geometry="xywh"),
+                         read_box_run(BOXES / "voc_toyexample" / "dets_classname_abs_xywh", geometry="xywh")],
+                        ignore_index=True)
         name = {"text": "run.txt", "csv": "run.csv", "parquet": "run.parquet"}[form]
         write_box_run(run, aux / name, form)
         data = (aux / name).read_bytes()

@@ -5,9 +5,18 @@ Forms (run_form tells them apart): the text form, one line per image and
 concept, `image_id concept [score:]WxH+X+Y ...` (single spaces); the CSV form,
 header `image_id,concept,score,xmin,ymin,xmax,ymax` then one box a line;
 Parquet (BOX_RUN_SCHEMA), one box a row; a folder of detections files, one
-per image (image id = file stem), lines `class confidence left top width
-height` read as model.corners_from_xywh says; and, for evaluate-boxes only,
-a COCO results list read against its COCO ground truth (coco_results).
+per image (image id = file stem), lines `class confidence A B C D` whose four
+numbers are in the geometry the caller names (model.GEOMETRIES: the folder
+does not say it, so a folder without one is refused); and, for evaluate-boxes
+only, a COCO results list read against its COCO ground truth (coco_results).
+
+The geometry of a detections folder is checked as a whole: when its boxes
+invert or leave their image (where the size is known) under the named
+geometry and fewer do under the other (corners <-> xywh), the first problem
+names the geometry that fits (model.geometry_problem). Without any image
+size, a folder named xywh whose boxes all read as valid corners too gets a
+note saying so (model.corners_ambiguity): corners always do, so that cannot
+be decided without the images.
 
 Rules: a score, when given, is a number in [0, 1], as in the annotation runs
 (the ImageCLEF 2012 task page) and the 2015/2016 box runs; either every box
@@ -15,9 +24,11 @@ has a score or none (then the run's order ranks them). A box covers at least
 one pixel. Ids and concepts are non-empty and hold no whitespace or comma.
 Each (image, concept) has one line in the text form, and no box is given twice
 with the same score. With a vocabulary, every concept is in it; with an image
-list, every image is in it, and inside its size when the list gives sizes.
-Negative offsets are allowed (a box may start left of or above the image). A
-line with a problem gives no boxes to the checks of the whole run.
+list, every image is in it, and inside its size when the list (or the caller's
+sizes) gives it. Negative offsets are allowed (a box may start left of or above
+the image). A line with a problem gives no boxes to the checks of the whole run.
+A problem of a file of a detections folder names that file and its line
+(`FOLDER/FILE:LINE: message`).
 """
 
 from __future__ import annotations
@@ -44,8 +55,15 @@ from annobench.benchmark.boxes.lines import (
     parse_text_line,
     range_problem,
 )
-from annobench.benchmark.boxes.model import COORDINATES, BoxInputError, outside_image
-from annobench.benchmark.image_list import ImageList, ImageListError, read_image_list
+from annobench.benchmark.boxes.model import (
+    COORDINATES,
+    BoxInputError,
+    check_geometry,
+    corners_ambiguity,
+    geometry_problem,
+    outside_image,
+)
+from annobench.benchmark.image_list import ImageList, ImageListError, read_images
 from annobench.benchmark.problems import MAX_PROBLEMS, PathArg, Problems, RunProblem, check_main
 
 RUN_FORMS = ("text", "csv", "parquet", "detections", "coco_results")
@@ -72,30 +90,31 @@ def run_form(path: PathArg) -> str:
 
 
 class _Found:
-    """Problems as (sort key, line shown, message). A scan adds in line order and keeps its first
-    `limit`; each whole-run check keeps its own first `limit`; the merge keeps the first `limit`."""
+    """Problems as (sort key, line shown, message, file of a folder run). A scan adds in line order
+    and keeps its first `limit`; each whole-run check keeps its own first `limit`; the merge keeps
+    the first `limit`. A problem of the whole run (key -1) comes first."""
 
     def __init__(self, limit: int):
         self.limit = limit
-        self.items: list[tuple[int, int, str]] = []
+        self.items: list[tuple[int, int, str, str]] = []
         self.total = 0
         self.scanned = 0
 
-    def add(self, key: int, line: int, message: str) -> None:
+    def add(self, key: int, line: int, message: str, file: str = "") -> None:
         self.total += 1
         if self.scanned < self.limit:
-            self.items.append((key, line, message))
+            self.items.append((key, line, message, file))
             self.scanned += 1
 
-    def add_rows(self, rows: np.ndarray, describe: Callable[[int], tuple[int, int, str]]) -> None:
-        """One whole-run check's findings, rows ascending; describe(row) -> (key, line, message)."""
+    def add_rows(self, rows: np.ndarray, describe: Callable[[int], tuple[int, int, str, str]]) -> None:
+        """One whole-run check's findings, rows ascending; describe(row) -> (key, line, message, file)."""
         self.total += len(rows)
         self.items += [describe(int(row)) for row in rows[: self.limit]]
 
     def problems(self) -> list[RunProblem]:
         collected = Problems(self.limit)
-        for _, line, message in sorted(self.items, key=lambda item: item[0]):
-            collected.add(line, message)
+        for _, line, message, file in sorted(self.items, key=lambda item: item[0]):
+            collected.add(line, message, file)
         collected.total = self.total  # the findings past each check's limit count too
         return collected.result()
 
@@ -129,10 +148,13 @@ class _Records:
 
 @dataclass
 class _Names:
-    """What names and boxes must match: the vocabulary and the image list, when given."""
+    """What names and boxes must match: the vocabulary and the image list, when given, and the
+    images' sizes (the list's, or the caller's)."""
 
     concepts: frozenset[str] | None
     images: ImageList | None
+    sizes: dict[str, tuple[int, int]]
+    outside_problems: bool = True  # a box leaving its image is a problem (else only the geometry check sees it)
 
     def problems(self, image_id: str | None, concept: str | None) -> list[str]:
         found = [p for what, value in (("image id", image_id), ("concept", concept)) if value is not None
@@ -146,7 +168,7 @@ class _Names:
         return found
 
     def outside(self, image_id: str, corners) -> str | None:
-        size = (self.images.sizes or {}).get(image_id) if self.images is not None else None
+        size = self.sizes.get(image_id) if self.outside_problems else None
         if size is not None and outside_image(*corners, size):
             return f"the box leaves its image ({size[0]}x{size[1]})"
         return None
@@ -160,13 +182,13 @@ def _field(position: int) -> str:
 
 
 def _take_line(number: int, key: int, parsed: ParsedLine, found: _Found, records: _Records, names: _Names,
-               prefix: str = "") -> None:
+               file: str = "") -> None:
     """Report every problem of a parsed line; keep its boxes when it has none."""
     problems = parsed.problems + (names.problems(parsed.image_id, parsed.concept) if parsed.readable else [])
     problems += [f"{_field(position)}{outside}" for position, _, corners in parsed.boxes
                  for outside in [range_problem(corners) or names.outside(parsed.image_id, corners)] if outside]
     for message in problems:
-        found.add(key, number, prefix + message)
+        found.add(key, number, message, file)
     if not problems:
         for position, score, corners in parsed.boxes:
             records.add(key, position, parsed.image_id, parsed.concept, score, corners)
@@ -202,23 +224,32 @@ def _check_header(raw: bytes, found: _Found) -> None:
         found.add(1, 1, f"the header must be {CSV_HEADER}")
 
 
-def _scan_detections(folder: Path, files: list[Path], found: _Found, records: _Records, names: _Names) -> int:
+def _scan_detections(folder: Path, files: list[Path], found: _Found, records: _Records, names: _Names,
+                     geometry: str) -> tuple[int, np.ndarray, np.ndarray]:
+    """The detections files, line by line; returns the number of lines, and the four numbers of
+    each line that has them (n, 4) with its image's size (n, 2; NaN unknown), for the geometry check."""
     if not files:
         found.add(0, 0, "no .txt detections files in the folder")
     lines = 0
+    values: list[tuple[float, ...]] = []
+    sizes: list[tuple[float, float]] = []
     for index, path in enumerate(files):
-        prefix, base = f"{path.name}: ", index << _FILE_SHIFT
+        base = index << _FILE_SHIFT
         unknown = names.problems(path.stem, None)
         for message in unknown:
-            found.add(base, 0, prefix + message)
+            found.add(base, 0, message, path.name)
+        size = names.sizes.get(path.stem, (np.nan, np.nan))  # the geometry check's, whatever outside_problems
         with open(path, "rb") as handle:
             for number, raw in enumerate(handle, 1):
                 lines += 1
-                parsed = parse_detection_line(raw, number)
+                parsed = parse_detection_line(raw, number, geometry)
                 parsed.image_id = path.stem
+                if parsed.values is not None:
+                    values.append(parsed.values)
+                    sizes.append(size)
                 if not unknown and (parsed.concept is not None or parsed.problems):
-                    _take_line(number, base | number, parsed, found, records, names, prefix)
-    return lines
+                    _take_line(number, base | number, parsed, found, records, names, path.name)
+    return lines, np.array(values, dtype=np.float64).reshape(-1, 4), np.array(sizes, dtype=np.float64).reshape(-1, 2)
 
 
 def _scan_parquet(path: Path, found: _Found, records: _Records, names: _Names) -> int:
@@ -271,16 +302,16 @@ class _Where:
     def line(self, row: int) -> int:
         return int(self.keys[row]) & ((1 << _FILE_SHIFT) - 1) if self.files else int(self.keys[row])
 
-    def prefix(self, row: int) -> str:
-        return f"{self.files[int(self.keys[row]) >> _FILE_SHIFT]}: " if self.files else ""
+    def file(self, row: int) -> str:
+        return self.files[int(self.keys[row]) >> _FILE_SHIFT] if self.files else ""
 
     def text(self, row: int) -> str:
-        place = f"{self.prefix(row)[:-2]} line" if self.files else "line"
+        place = f"{self.file(row)} line" if self.files else "line"
         field = f" field {self.fields[row]}" if self.fields[row] else ""
         return f"{place} {self.line(row)}{field}"
 
-    def problem(self, row: int, message: str) -> tuple[int, int, str]:
-        return int(self.keys[row]), self.line(row), f"{self.prefix(row)}{_field(int(self.fields[row]))}{message}"
+    def problem(self, row: int, message: str) -> tuple[int, int, str, str]:
+        return int(self.keys[row]), self.line(row), f"{_field(int(self.fields[row]))}{message}", self.file(row)
 
 
 def _whole_run_checks(frame: pd.DataFrame, where: _Where, found: _Found) -> None:
@@ -299,18 +330,43 @@ def _whole_run_checks(frame: pd.DataFrame, where: _Where, found: _Found) -> None
             row, f"a box with {has}, but {where.text(0)} {gives}: give every box a score or none"))
 
 
+@dataclass
+class BoxRunScan:
+    """What scan_box_run finds: the problems (in line order, up to the limit, then one saying how
+    many more), the boxes of the lines without problems in run order (image_id, concept, score NaN
+    when absent, xmin, ymin, xmax, ymax), the number of lines (rows) read, and notes that are no
+    problem but that the user should see (a geometry that cannot be decided without the images)."""
+
+    problems: list[RunProblem]
+    frame: pd.DataFrame
+    lines: int
+    notes: list[str]
+
+
 def scan_box_run(path: PathArg, concepts: Sequence[str] | None = None, images: ImageList | None = None,
-                 max_problems: int = MAX_PROBLEMS, coco_truth: PathArg | None = None):
-    """(problems, boxes, lines) of a box run in any form: problems in line order (up to max_problems,
-    then one saying how many more); the boxes of the lines without problems, in run order (image_id,
-    concept, score NaN when absent, xmin, ymin, xmax, ymax); and the number of lines (rows) read."""
+                 max_problems: int = MAX_PROBLEMS, coco_truth: PathArg | None = None, geometry: str | None = None,
+                 sizes: dict[str, tuple[int, int]] | None = None, option: str = "--geometry",
+                 outside_problems: bool = True) -> BoxRunScan:
+    """Scan a box run in any form. geometry: how a detections folder's four numbers are read
+    (model.GEOMETRIES; required for a folder, not read for the other forms); sizes: image_id ->
+    (width, height), on top of the image list's. outside_problems: a box leaving its image is a
+    problem; if not, the sizes serve the geometry check only (evaluate-boxes: a detection a few
+    pixels past its image is scored as it is, as the VOC devkit does)."""
     path = Path(path)
     form = run_form(path)
-    names = _Names(frozenset(concepts) if concepts is not None else None, images)
+    known_sizes = {**(sizes or {}), **((images.sizes or {}) if images is not None else {})}
+    names = _Names(frozenset(concepts) if concepts is not None else None, images, known_sizes, outside_problems)
     found, records = _Found(max_problems), _Records()
     files = sorted(path.glob("*.txt")) if form == "detections" else []
+    notes = []
     if form == "detections":
-        lines = _scan_detections(path, files, found, records, names)
+        geometry = check_geometry(geometry, f"{path}: a folder of detections files", option)
+        lines, values, value_sizes = _scan_detections(path, files, found, records, names, geometry)
+        problem = geometry_problem(values, value_sizes, geometry, option)
+        if problem:
+            found.add(-1, 0, problem)
+        elif not known_sizes:
+            notes += [note for note in [corners_ambiguity(values, geometry, option)] if note]
     elif form == "parquet":
         lines = _scan_parquet(path, found, records, names)
     elif form == "coco_results":
@@ -324,29 +380,34 @@ def scan_box_run(path: PathArg, concepts: Sequence[str] | None = None, images: I
     _whole_run_checks(frame, _Where(records, [p.name for p in files]), found)
     if not len(frame) and not found.total:
         found.add(0, 0, "empty run: no boxes")
-    return found.problems(), frame, lines
+    return BoxRunScan(found.problems(), frame, lines, notes)
 
 
 def check_box_run(path: PathArg, concepts: Sequence[str] | None = None, images: ImageList | None = None,
-                  max_problems: int = MAX_PROBLEMS) -> list[RunProblem]:
+                  max_problems: int = MAX_PROBLEMS, geometry: str | None = None) -> list[RunProblem]:
     """Every problem of a box run (up to max_problems, then one saying how many more), in line order."""
-    return scan_box_run(path, concepts, images, max_problems)[0]
+    return scan_box_run(path, concepts, images, max_problems, geometry=geometry).problems
 
 
 def check_box_run_main(run_path: PathArg, concepts_path: PathArg | None = None, images_path: PathArg | None = None,
-                       out: TextIO | None = None) -> int:
-    """Body of `annobench check-box-run`: one line per problem and 2, or a one-line summary and 0."""
+                       out: TextIO | None = None, geometry: str | None = None, err: TextIO | None = None) -> int:
+    """Body of `annobench check-box-run`: one line per problem and 2, or a one-line summary and 0;
+    a note (a geometry the images would decide) goes to err."""
     from annobench.benchmark.runs.concepts import read_concepts
 
     out = out or sys.stdout  # looked up at call time, so a redirected stdout is used
+    err = err or sys.stderr
 
     def scan() -> tuple[list[RunProblem], str]:
         concepts = read_concepts(concepts_path) if concepts_path is not None else None
-        images = read_image_list(images_path) if images_path is not None else None
+        images = read_images(images_path) if images_path is not None else None
         try:
-            problems, frame, lines = scan_box_run(run_path, concepts, images)
+            result = scan_box_run(run_path, concepts, images, geometry=geometry)
         except (BoxInputError, json.JSONDecodeError) as error:  # the run as a whole: named by its path
-            raise BoxInputError(f"{run_path}: {error}") from None
-        return problems, f"{lines} lines, {len(frame)} boxes"
+            message = str(error)
+            raise BoxInputError(message if message.startswith(f"{run_path}") else f"{run_path}: {message}") from None
+        for note in result.notes:
+            print(f"annobench: note: {run_path}: {note}", file=err)
+        return result.problems, f"{result.lines} lines, {len(result.frame)} boxes"
 
     return check_main(run_path, scan, out, input_errors=(BoxInputError, ImageListError))

@@ -1,6 +1,6 @@
 """Box runs read and written (ImageCLEF 2016 subtask 1, Gilbert et al. 2016; PASCAL VOC devkit
 conventions, Everingham et al. 2010): the text, CSV and Parquet forms, each holding the same
-boxes; reading also takes a folder of detections files.
+boxes; reading also takes a folder of detections files, in the geometry the caller names.
 
 A box run is a frame, one row per box in the run's order (which breaks
 score ties): image_id, concept, score (NaN for every box when the run gives
@@ -39,12 +39,14 @@ WRITTEN_FORMS = ("text", "csv", "parquet")
 
 
 def read_box_run(path: PathArg, concepts: Sequence[str] | None = None, images: ImageList | None = None,
-                 coco_truth: PathArg | None = None) -> pd.DataFrame:
-    """Check the run (RunFormatError with every problem if any), then give its boxes in run order."""
-    problems, frame, _ = scan_box_run(path, concepts, images, MAX_PROBLEMS, coco_truth)
-    if problems:
-        raise RunFormatError(problems, path)
-    return frame
+                 coco_truth: PathArg | None = None, geometry: str | None = None,
+                 sizes: dict[str, tuple[int, int]] | None = None) -> pd.DataFrame:
+    """Check the run (RunFormatError with every problem if any), then give its boxes in run order.
+    geometry: how a folder of detections files is read (model.GEOMETRIES; required for one)."""
+    scan = scan_box_run(path, concepts, images, MAX_PROBLEMS, coco_truth, geometry, sizes)
+    if scan.problems:
+        raise RunFormatError(scan.problems, path)
+    return scan.frame
 
 
 def write_box_run(run: pd.DataFrame, path: PathArg, form: str) -> None:

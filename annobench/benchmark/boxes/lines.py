@@ -1,6 +1,6 @@
 """One line of a box run taken apart, naming the field of every problem: the text form
 (`image_id concept [score:]WxH+X+Y ...`), the CSV form and a line of a detections file
-(`class confidence left top width height`).
+(`class confidence A B C D`, four numbers in the geometry the reader is given: model.GEOMETRIES).
 
 A parsed line gives its boxes as (field number, score or None, corners) and
 its problems as messages; the checker adds what needs the whole run
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
-from annobench.benchmark.boxes.model import corners_from_xywh
+from annobench.benchmark.boxes.model import GEOMETRY_LAYOUTS, corners_from
 from annobench.benchmark.problems import BAD_SEPARATOR, describe_separator, quote
 
 CSV_HEADER = "image_id,concept,score,xmin,ymin,xmax,ymax"
@@ -34,6 +34,7 @@ class ParsedLine:
     boxes: list[tuple[int, float | None, tuple[int, int, int, int]]] = dataclass_field(default_factory=list)
     problems: list[str] = dataclass_field(default_factory=list)
     readable: bool = True  # decoded as UTF-8; an unreadable line's values are not checked further
+    values: tuple[float, ...] | None = None  # a detections line's four numbers as written (the geometry check)
 
 
 def decode_line(raw: bytes, number: int, parsed: ParsedLine) -> str:
@@ -194,31 +195,39 @@ def extent_problems(xmin: int, ymin: int, xmax: int, ymax: int) -> list[str]:
 # ---------------------------------------------------------------- detections files
 
 
-def parse_detection_line(raw: bytes, number: int) -> ParsedLine:
-    """`class confidence left top width height` (one file per image; blank lines are skipped)."""
+def parse_detection_line(raw: bytes, number: int, geometry: str = "xywh") -> ParsedLine:
+    """`class confidence A B C D` in `geometry` (one file per image; blank lines are skipped)."""
     parsed = ParsedLine()
     text = decode_line(raw, number, parsed)
     fields = text.split()
     if not fields or not parsed.readable:
         return parsed
     parsed.concept = fields[0]
+    layout = GEOMETRY_LAYOUTS[geometry]
     if len(fields) != 6:
         parsed.problems.append(f"wrong number of fields: {len(fields)}; expected 6 "
-                               "(class confidence left top width height)")
+                               f"(class confidence {layout}, --geometry {geometry})")
         return parsed
     problem = score_problem(fields[1])
     if problem:
         parsed.problems.append(f"field 2: {problem}")
     values = []
-    for position, (name, token) in enumerate(zip(("left", "top", "width", "height"), fields[2:]), 3):
+    for position, (name, token) in enumerate(zip(layout.split(), fields[2:]), 3):
         value = float(token) if _NUMBER.fullmatch(token) else math.nan
         if not math.isfinite(value):
             parsed.problems.append(f"field {position}: {name} {quote(token)} is not a finite number")
         elif name in ("width", "height") and value < 0:
             parsed.problems.append(f"field {position}: {name} {quote(token)} is negative")
         values.append(value)
+    if all(math.isfinite(v) for v in values):
+        parsed.values = tuple(values)
     if not parsed.problems:
-        parsed.boxes.append((0, float(fields[1]), corners_from_xywh(*values)))
+        corners = corners_from(values, geometry)
+        extent = extent_problems(*corners)
+        if extent:
+            parsed.problems += [f"{message} (read as {geometry})" for message in extent]
+        else:
+            parsed.boxes.append((0, float(fields[1]), corners))
     return parsed
 
 

@@ -53,6 +53,22 @@ BOX_REJECTS_SCHEMA = pa.schema(
     ]
 )
 
+# Boxes kept after a change, one row each (benchmark.boxes.outside: clip): the box as read and what was done.
+BOX_NOTES_SCHEMA = pa.schema(
+    [
+        field("image_id", pa.string(), "image the box belongs to"),
+        field("instance", pa.int32(), "the box's number in its image (its row in the boxes table)"),
+        field("concept", pa.string(), "the box's concept"),
+        field("xmin", pa.float64(), "xmin as read, before the change (and before rounding)"),
+        field("ymin", pa.float64(), "ymin as read"),
+        field("xmax", pa.float64(), "xmax as read"),
+        field("ymax", pa.float64(), "ymax as read"),
+        field("note", pa.string(), "what was done to the box and why"),
+        field("source", pa.string(), "where the box comes from: format:file[:position]"),
+    ]
+)
+OUTSIDE_RULES = ("reject", "clip")
+
 # Box runs in Parquet: one row per box, in the run's order (which breaks score ties).
 BOX_RUN_SCHEMA = pa.schema(
     [
@@ -97,6 +113,125 @@ def corners_from_xywh(left: float, top: float, width: float, height: float) -> t
     the PASCAL VOC devkit).
     """
     return (nearest_pixel(left), nearest_pixel(top), nearest_pixel(left + width), nearest_pixel(top + height))
+
+
+# ---------------------------------------------------------------- geometry
+
+# How four numbers of a box text line (or a detections line) are read: corners with the maximum
+# inclusive (the PASCAL VOC devkit's `xmin ymin xmax ymax`, Everingham et al. 2010, and this
+# project's boxes), corners with the maximum one past the box (xmax - 1 is its last column), or
+# left, top, width, height (read as corners_from_xywh says). Forms that say their geometry (VOC
+# XML, COCO JSON, the tables' xmin..ymax columns, the 2015/2016 `WxH+X+Y`) do not take one.
+GEOMETRIES = ("xyxy", "xyxy-exclusive", "xywh")
+GEOMETRY_LAYOUTS = {"xyxy": "xmin ymin xmax ymax", "xyxy-exclusive": "xmin ymin xmax ymax", "xywh": "left top width height"}
+_GEOMETRY_MEANINGS = {"xyxy": "xmin ymin xmax ymax, the maximum inclusive, as VOC",
+                      "xyxy-exclusive": "xmin ymin xmax ymax, the maximum one past the box",
+                      "xywh": "left top width height"}
+
+
+def check_geometry(geometry: str | None, what: str, option: str = "--geometry") -> str:
+    """The geometry, or BoxInputError naming `what` (a folder that does not say its geometry) and the option."""
+    if geometry in GEOMETRIES:
+        return geometry
+    choices = ", ".join(f"{g} ({_GEOMETRY_MEANINGS[g]})" for g in GEOMETRIES[:-1])
+    choices += f" or {GEOMETRIES[-1]} ({_GEOMETRY_MEANINGS[GEOMETRIES[-1]]})"
+    if not geometry:
+        raise BoxInputError(f"{what} does not say its geometry: give {option} {choices}")
+    raise BoxInputError(f"unknown geometry {geometry!r} ({option}): give {choices}")
+
+
+def raw_corners(values, geometry: str) -> tuple[float, float, float, float]:
+    """(xmin, ymin, xmax, ymax) as floats, inclusive, before rounding, of four numbers in `geometry`."""
+    a, b, c, d = (float(v) for v in values)
+    if geometry == "xywh":
+        return a, b, a + c, b + d
+    if geometry == "xyxy-exclusive":
+        return a, b, c - 1, d - 1
+    return a, b, c, d
+
+
+def corners_from(values, geometry: str) -> tuple[int, int, int, int]:
+    """Inclusive integer corners of four numbers in `geometry` (xywh: corners_from_xywh; corners:
+    each rounded to the nearest pixel, then, when exclusive, the maximum made the last pixel)."""
+    if geometry == "xywh":
+        return corners_from_xywh(*values)
+    xmin, ymin, xmax, ymax = (nearest_pixel(v) for v in values)
+    if geometry == "xyxy-exclusive":
+        return xmin, ymin, xmax - 1, ymax - 1
+    return xmin, ymin, xmax, ymax
+
+
+def other_geometry(geometry: str) -> str:
+    """The geometry a box text file in `geometry` is most often mistaken for: corners <-> xywh."""
+    return "xyxy" if geometry == "xywh" else "xywh"
+
+
+def geometry_counts(values: np.ndarray, sizes: np.ndarray, geometry: str) -> tuple[int, int]:
+    """(inverted, outside): boxes with no pixel (xywh: a negative width or height; corners: max < min)
+    and boxes leaving their image, of values (n, 4) read in `geometry`; sizes (n, 2) width, height,
+    NaN where unknown. A box that inverts is not counted as leaving."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1, 4)
+    if geometry == "xywh":
+        corners = np.column_stack([values[:, 0], values[:, 1], values[:, 0] + values[:, 2], values[:, 1] + values[:, 3]])
+        inverted = (values[:, 2] < 0) | (values[:, 3] < 0)
+    else:
+        corners = values.copy()
+        if geometry == "xyxy-exclusive":
+            corners[:, 2:] -= 1
+        inverted = (np.floor(corners[:, 2] + 0.5) < np.floor(corners[:, 0] + 0.5)) | \
+                   (np.floor(corners[:, 3] + 0.5) < np.floor(corners[:, 1] + 0.5))
+    corners = np.floor(corners + 0.5)
+    sizes = np.asarray(sizes, dtype=np.float64).reshape(-1, 2)
+    with np.errstate(invalid="ignore"):
+        outside = ((corners[:, 0] < 0) | (corners[:, 1] < 0) | (corners[:, 2] > sizes[:, 0])
+                   | (corners[:, 3] > sizes[:, 1])) & ~np.isnan(sizes).any(axis=1)
+    return int(inverted.sum()), int((outside & ~inverted).sum())
+
+
+def _count_text(inverted: int, outside: int, geometry: str) -> str:
+    def boxes(n: int, verb: str) -> str:
+        return f"{n} box{'es' if n != 1 else ''} {verb if n != 1 else verb + 's'}"
+
+    parts = [boxes(outside, "leave") + " their image"] if outside else []
+    if inverted:
+        parts.append(boxes(inverted, "invert") + (" (a negative width or height)" if geometry == "xywh"
+                                                   else " (max < min)"))
+    return " and ".join(parts)
+
+
+def geometry_problem(values: np.ndarray, sizes: np.ndarray, geometry: str, option: str = "--geometry") -> str | None:
+    """Why `geometry` is the wrong reading of these boxes, naming the one that fits better, or None.
+
+    The named geometry is wrong when some of its boxes invert or leave their image (where the size
+    is known) and fewer do read in the other geometry (corners <-> xywh)."""
+    named = geometry_counts(values, sizes, geometry)
+    if not sum(named):
+        return None
+    other = other_geometry(geometry)
+    alternative = geometry_counts(values, sizes, other)
+    if sum(alternative) >= sum(named):
+        return None
+    fits = _count_text(*alternative, other) or "every box fits"
+    return f"read as {geometry}, {_count_text(*named, geometry)}; read as {other}, {fits}: {option} {other}"
+
+
+def corners_ambiguity(values: np.ndarray, geometry: str, option: str = "--geometry") -> str | None:
+    """Without image sizes, boxes named xywh that all also read as valid corners (as boxes that are
+    corners always do) may be corners: a warning naming the way to decide, or None."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1, 4)
+    if geometry != "xywh" or not len(values) or geometry_counts(values, np.full((len(values), 2), np.nan), "xyxy")[0]:
+        return None
+    return (f"every one of the {len(values)} boxes read as xywh also reads as valid xyxy corners (xmax >= xmin, "
+            f"ymax >= ymin), as boxes written as corners always do: if they are corners, {option} xyxy; "
+            "image sizes (--images) would tell")
+
+
+def clip_to_image(xmin: int, ymin: int, xmax: int, ymax: int, size: tuple[int, int]):
+    """The box cut to the range a box may have in an image of size (width, height), 0..width and
+    0..height (see outside_image), or None when no pixel of it is inside."""
+    width, height = size
+    clipped = (max(xmin, 0), max(ymin, 0), min(xmax, width), min(ymax, height))
+    return clipped if clipped[2] >= clipped[0] and clipped[3] >= clipped[1] else None
 
 
 def widths(xmin, xmax) -> np.ndarray:

@@ -28,7 +28,7 @@ from annobench.core.provenance import raw_file
 from annobench.core.tables import write_table
 
 # benchmark.boxes.source -> the forms truth_form recognises for it.
-BOX_SOURCE_FORMS = {"voc": ("voc",), "coco": ("coco",), "table": ("csv", "parquet"), "xywh": ("xywh",)}
+BOX_SOURCE_FORMS = {"voc": ("voc",), "coco": ("coco",), "table": ("csv", "parquet"), "xywh": ("text",)}
 BOX_RUN_FILES = ("run", "run_text", "evaluation")
 
 
@@ -115,7 +115,7 @@ def build_box_truth(config: dict, images_tables: list[str], concepts_path: str, 
         if form not in BOX_SOURCE_FORMS[boxes["source"]]:
             raise BoxInputError(f"benchmark.boxes.path {boxes['path']} holds {form} box ground truth, not "
                                 f"{boxes['source']} (benchmark.boxes.source)")
-        truth = read_box_truth(boxes["path"], vocabulary, images)
+        truth = read_box_truth(boxes["path"], vocabulary, images, geometry="xywh" if form == "text" else None)
         raw = _box_source_files(boxes["path"])
     if truth.boxes.empty:
         raise BoxInputError(f"no box of the {boxes['source']} ground truth is on an image of the benchmark "

@@ -21,8 +21,15 @@ Forms and their readings:
   columns image_id, concept, xmin, ymin, xmax, ymax (others are ignored),
   inclusive integer coordinates; a fractional coordinate is rejected.
 - A folder of box text files, one per image (image id = file stem), lines
-  `class left top width height` (Padilla's Object-Detection-Metrics ground
-  truth), read as corners_from_xywh says.
+  `class A B C D`: four numbers in the geometry the caller names (the folder
+  does not say it, so there is no default): `xyxy` (`xmin ymin xmax ymax`,
+  the maximum inclusive, as VOC), `xyxy-exclusive` (the maximum one past the
+  box) or `xywh` (`left top width height`, Padilla's Object-Detection-Metrics
+  ground truth, read as corners_from_xywh says). The folder is read whole
+  first: when its boxes invert or leave their image under the named geometry
+  and fewer do under the other, BoxInputError names the geometry that fits
+  (model.geometry_problem); named xywh without any image size, boxes that all
+  read as valid corners too give a warning (model.corners_ambiguity).
 - Labelled segmentations, through the region importers: each labelled
   region's bounding box in its label map (pixels counted from 0); the first
   annotator's segmentation of each image; unlabelled regions are no boxes.
@@ -32,7 +39,10 @@ ymax < ymin; outside the image when its size is known (from the source or
 the image list); a concept outside the vocabulary when one is given; an
 image outside the image list when one is given. Coordinates that are missing
 or not numbers are rejected too. Instances are numbered per image from 1 in
-source order; a rejected box leaves its number unused.
+source order; a rejected box leaves its number unused. With outside="clip",
+a box leaving its image that still has pixels inside it is kept, cut to
+the image (model.clip_to_image), with a notes row (BOX_NOTES_SCHEMA) holding
+the box as read; with nothing inside, it is rejected.
 """
 
 from __future__ import annotations
@@ -51,17 +61,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annobench.benchmark.boxes.model import (
+    BOX_NOTES_SCHEMA,
     BOX_REJECTS_SCHEMA,
     BOXES_SCHEMA,
     COORDINATES,
+    GEOMETRY_LAYOUTS,
+    OUTSIDE_RULES,
     BoxInputError,
+    check_geometry,
+    clip_to_image,
+    corners_ambiguity,
+    geometry_problem,
     nearest_pixel,
     outside_image,
+    raw_corners,
 )
 from annobench.benchmark.image_list import ImageList
 from annobench.core.fsutil import read_user_json
 
-TRUTH_FORMS = ("voc", "coco", "csv", "parquet", "xywh", "segmentations")
+TRUTH_FORMS = ("voc", "coco", "csv", "parquet", "text", "segmentations")
 _TABLE_COLUMNS = ("image_id", "concept", *COORDINATES)
 
 
@@ -71,12 +89,18 @@ class BoxTruth:
 
     image_ids: every image the source names, boxes or not (VOC files, COCO
     images, text files, segmentations), in source order; None for a table,
-    which only names images through their boxes.
+    which only names images through their boxes. notes: the boxes kept after
+    a change (BOX_NOTES_SCHEMA columns: clipped to their image). sizes: image
+    id -> (width, height) the source gives (VOC XML, COCO, segmentations).
+    warnings: what the user should see though nothing is rejected for it.
     """
 
     boxes: pd.DataFrame
     rejects: pd.DataFrame
     image_ids: tuple[str, ...] | None
+    notes: pd.DataFrame | None = None
+    sizes: dict[str, tuple[int, int]] | None = None
+    warnings: tuple[str, ...] = ()
 
     def boxes_table(self) -> pa.Table:
         return pa.Table.from_pandas(self.boxes, schema=BOXES_SCHEMA, preserve_index=False)
@@ -84,15 +108,31 @@ class BoxTruth:
     def rejects_table(self) -> pa.Table:
         return pa.Table.from_pandas(self.rejects, schema=BOX_REJECTS_SCHEMA, preserve_index=False)
 
+    def notes_table(self) -> pa.Table:
+        notes = self.notes if self.notes is not None else _notes_frame([])
+        return pa.Table.from_pandas(notes, schema=BOX_NOTES_SCHEMA, preserve_index=False)
+
+
+def _notes_frame(rows: list[tuple]) -> pd.DataFrame:
+    notes = pd.DataFrame(rows, columns=BOX_NOTES_SCHEMA.names)
+    return notes.astype({"image_id": object, "instance": "int32", "concept": object, "note": object, "source": object,
+                         **dict.fromkeys(COORDINATES, "float64")})
+
 
 class _TruthBuilder:
     """Numbers the boxes of each image, checks them and sorts them into boxes and rejects."""
 
-    def __init__(self, vocabulary: Iterable[str] | None, images: ImageList | None, lists_images: bool):
+    def __init__(self, vocabulary: Iterable[str] | None, images: ImageList | None, lists_images: bool,
+                 outside: str = "reject"):
+        if outside not in OUTSIDE_RULES:
+            raise BoxInputError(f"outside must be one of {', '.join(OUTSIDE_RULES)}, not {outside!r}")
         self.vocabulary = frozenset(vocabulary) if vocabulary is not None else None
         self.images = images
+        self.outside = outside
         self.boxes: list[tuple] = []
         self.rejects: list[tuple] = []
+        self.notes: list[tuple] = []
+        self.warnings: list[str] = []
         self.sizes: dict[str, tuple[int, int]] = {}
         self.named: dict[str, str] = {}  # image id -> the source that named it first
         self.counts: dict[str, int] = {}
@@ -122,19 +162,37 @@ class _TruthBuilder:
         self.counts[image_id] = instance
         raw = tuple(None if v is None or not math.isfinite(v) else float(v) for v in raw)
         reasons = [problem] if problem else []
+        clipped = None
         if not problem:
-            reasons += self._problems(image_id, concept, raw, whole)
+            found, clipped = self._problems(image_id, concept, raw, whole)
+            reasons += found
         if reasons:
             self.rejects.append((image_id, instance, concept, *raw, "; ".join(reasons), source))
             return
         corners = tuple(nearest_pixel(v) for v in raw)
+        if clipped is not None:
+            changes = ", ".join(f"{name} {before} -> {after}" for name, before, after in zip(COORDINATES, corners, clipped)
+                                if before != after)
+            size = self.size(image_id)
+            self.notes.append((image_id, instance, concept, *raw, f"clipped to the image ({size[0]}x{size[1]}): "
+                               f"{changes}", source))
+            corners = clipped
         self.boxes.append((image_id, instance, concept, *corners, source))
 
-    def _problems(self, image_id: str, concept: str | None, raw: tuple, whole: bool) -> list[str]:
+    def size(self, image_id: str) -> tuple[int, int] | None:
+        """The image's (width, height): the source's, else the image list's, else None."""
+        size = self.sizes.get(image_id)
+        if size is None and self.images is not None and self.images.sizes:
+            size = self.images.sizes.get(image_id)
+        return size
+
+    def _problems(self, image_id: str, concept: str | None, raw: tuple, whole: bool):
+        """(reasons to reject the box, its corners clipped to the image or None)."""
         found = []
+        clipped = None
         if any(v is None for v in raw):
             missing = [name for name, v in zip(COORDINATES, raw) if v is None]
-            return [f"{', '.join(missing)} missing or not a number"]
+            return [f"{', '.join(missing)} missing or not a number"], None
         if whole and any(v != int(v) for v in raw):
             found.append("coordinates must be whole pixels: " + ", ".join(
                 f"{name} {v:g}" for name, v in zip(COORDINATES, raw) if v != int(v)))
@@ -143,18 +201,19 @@ class _TruthBuilder:
             found.append(f"xmax {xmax} < xmin {xmin}")
         if ymax < ymin:
             found.append(f"ymax {ymax} < ymin {ymin}")
-        size = self.sizes.get(image_id)
-        if size is None and self.images is not None and self.images.sizes:
-            size = self.images.sizes.get(image_id)
-        if size is not None and outside_image(xmin, ymin, xmax, ymax, size):
-            found.append(f"outside the image ({size[0]}x{size[1]})")
+        size = self.size(image_id)
+        if size is not None and not found and outside_image(xmin, ymin, xmax, ymax, size):
+            clipped = clip_to_image(xmin, ymin, xmax, ymax, size) if self.outside == "clip" else None
+            if clipped is None:
+                inside = "; no pixel of it is inside, so it cannot be clipped" if self.outside == "clip" else ""
+                found.append(f"outside the image ({size[0]}x{size[1]}){inside}")
         if not concept:
             found.append("no concept name")
         elif self.vocabulary is not None and concept not in self.vocabulary:
             found.append(f"unknown concept '{concept}' (not in the vocabulary)")
         if self.images is not None and image_id not in self.images:
             found.append(f"unknown image '{image_id}' (not in the image list)")
-        return found
+        return found, (clipped if not found else None)
 
     def result(self) -> BoxTruth:
         boxes = pd.DataFrame(self.boxes, columns=BOXES_SCHEMA.names)
@@ -163,7 +222,7 @@ class _TruthBuilder:
         rejects = pd.DataFrame(self.rejects, columns=BOX_REJECTS_SCHEMA.names)
         rejects = rejects.astype({"instance": "Int32", **dict.fromkeys(COORDINATES, "float64")})
         image_ids = tuple(self.named) if self.lists_images else None
-        return BoxTruth(boxes, rejects, image_ids)
+        return BoxTruth(boxes, rejects, image_ids, _notes_frame(self.notes), dict(self.sizes), tuple(self.warnings))
 
 
 # ---------------------------------------------------------------- the forms
@@ -176,7 +235,7 @@ def truth_form(path: Path | str) -> str:
         if any(path.glob("*.xml")):
             return "voc"
         if any(path.glob("*.txt")):
-            return "xywh"
+            return "text"
         raise BoxInputError(f"{path}: a folder of box ground truth holds VOC .xml files or .txt box files; "
                             "this one holds neither")
     with open(path, "rb") as handle:
@@ -194,14 +253,21 @@ def truth_form(path: Path | str) -> str:
 
 
 def read_box_truth(path: Path | str, vocabulary: Iterable[str] | None = None, images: ImageList | None = None,
-                   image_id_from: str = "file") -> BoxTruth:
-    """The boxes and rejects of a ground truth in any form but segmentations (see truth_form)."""
+                   image_id_from: str = "file", geometry: str | None = None, outside: str = "reject",
+                   option: str = "--geometry") -> BoxTruth:
+    """The boxes and rejects of a ground truth in any form but segmentations (see truth_form).
+
+    geometry: how a folder of box text files is read (model.GEOMETRIES; required for one, not read
+    for the forms that say their geometry); option: how the user names it, in messages. outside:
+    what a box leaving its image gets, reject or clip."""
     path = Path(path)
     form = truth_form(path)
-    builder = _TruthBuilder(vocabulary, images, lists_images=form in ("voc", "coco", "xywh"))
+    if form == "text":
+        geometry = check_geometry(geometry, f"{path}: a folder of box text files", option)
+    builder = _TruthBuilder(vocabulary, images, lists_images=form in ("voc", "coco", "text"), outside=outside)
     readers = {"voc": lambda: _read_voc(path, builder, image_id_from), "coco": lambda: _read_coco(path, builder),
                "csv": lambda: _read_csv_table(path, builder), "parquet": lambda: _read_parquet_table(path, builder),
-               "xywh": lambda: _read_xywh_folder(path, builder)}
+               "text": lambda: _read_text_folder(path, builder, geometry, option)}
     readers[form]()
     return builder.result()
 
@@ -322,14 +388,36 @@ def _require_columns(path: Path, names: list[str]) -> None:
                             f"missing {', '.join(missing)}")
 
 
-def _read_xywh_folder(folder: Path, builder: _TruthBuilder) -> None:
+def _read_text_folder(folder: Path, builder: _TruthBuilder, geometry: str, option: str) -> None:
+    """Box text files `class A B C D` in `geometry`: read whole, the geometry checked, then built."""
+    layout = GEOMETRY_LAYOUTS[geometry]
+    files = []  # (image id, source, lines or None when unreadable, why)
+    values, sizes = [], []
     for path in sorted(folder.glob("*.txt")):
-        source = f"xywh:{path.name}"
-        builder.image(path.stem, source)
         try:
             lines = path.read_text(encoding="utf-8-sig").splitlines()
         except UnicodeDecodeError as error:
-            builder.reject_file(path.stem, f"not UTF-8 text ({error.reason} at byte {error.start})", source)
+            files.append((path.stem, f"text:{path.name}", None, f"not UTF-8 text ({error.reason} at byte {error.start})"))
+            continue
+        files.append((path.stem, f"text:{path.name}", lines, None))
+        size = builder.size(path.stem) or (math.nan, math.nan)
+        for text in lines:
+            fields = text.split()
+            numbers = [_number(v) for v in fields[1:]]
+            if len(fields) == 5 and None not in numbers:
+                values.append(numbers)
+                sizes.append(size)
+    values = np.array(values, dtype=np.float64).reshape(-1, 4)
+    sizes = np.array(sizes, dtype=np.float64).reshape(-1, 2)
+    problem = geometry_problem(values, sizes, geometry, option)
+    if problem:
+        raise BoxInputError(f"{folder}: {problem}")
+    if not (~np.isnan(sizes)).any():
+        builder.warnings += [f"{folder}: {note}" for note in [corners_ambiguity(values, geometry, option)] if note]
+    for image_id, source, lines, why in files:
+        builder.image(image_id, source)
+        if lines is None:
+            builder.reject_file(image_id, why, source)
             continue
         for line, text in enumerate(lines, 1):
             fields = text.split()
@@ -337,12 +425,11 @@ def _read_xywh_folder(folder: Path, builder: _TruthBuilder) -> None:
                 continue
             numbers = [_number(v) for v in fields[1:]]
             if len(fields) != 5 or None in numbers:
-                builder.box(path.stem, fields[0], (None,) * 4, f"{source}:{line}",
-                            f"expected 'class left top width height', got {text.strip()!r}")
+                builder.box(image_id, fields[0], (None,) * 4, f"{source}:{line}",
+                            f"expected 'class {layout}' (geometry {geometry}), got {text.strip()!r}")
                 continue
-            left, top, width, height = numbers
-            problem = "negative width or height" if width < 0 or height < 0 else None
-            builder.box(path.stem, fields[0], (left, top, left + width, top + height), f"{source}:{line}", problem)
+            problem = "negative width or height" if geometry == "xywh" and min(numbers[2:]) < 0 else None
+            builder.box(image_id, fields[0], raw_corners(numbers, geometry), f"{source}:{line}", problem)
 
 
 # ---------------------------------------------------------------- from segmentations
