@@ -32,3 +32,16 @@ rule all:
     default_target: True
     input:
         rules.release.output,
+
+
+# The build's rejects on one screen, read from every rejects (and notes) table: nothing is rejected
+# without the user seeing it (annobench.core.rejects; boxes: labels against kept boxes too).
+onsuccess:
+    from annobench.benchmark.boxes.stage import consistency_summary
+    from annobench.core.rejects import rejects_summary
+
+    try:
+        summary = rejects_summary(PLAN.out) + [f"  {line}" for line in consistency_summary(PLAN.out)]
+    except Exception as error:  # the summary never turns a finished build into a failed one
+        summary = [f"annobench: no rejects summary ({type(error).__name__}: {error})"]
+    print("\n".join(summary), flush=True)

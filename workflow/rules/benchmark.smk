@@ -11,6 +11,8 @@ rule benchmark_truth:
     input:
         images=shard_tables("images"),
         regions=shard_tables("regions") if BENCHMARK["ground_truth"]["source"] == "regions" else [],
+        # Labels from boxes: the kept boxes (rule benchmark_boxes, which then reads no benchmark table).
+        **({"boxes": BOX_TRUTH["boxes"]} if BENCHMARK["ground_truth"]["source"] == "boxes" else {}),
     output:
         **BENCHMARK_TABLES,
         export=directory(out("exports/imageclef2012")),

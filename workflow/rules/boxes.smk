@@ -12,8 +12,9 @@ if PLAN.boxes_on:
     rule benchmark_boxes:
         input:
             images=shard_tables("images"),
-            concepts=BENCHMARK_TABLES["concepts"],
-            splits=BENCHMARK_TABLES["splits"],
+            # Labels from boxes: the boxes come first, against every ingested image (box_stage).
+            **({} if box_stage.labels_from_boxes(config) else {"concepts": BENCHMARK_TABLES["concepts"],
+                                                                "splits": BENCHMARK_TABLES["splits"]}),
         output:
             **BOX_TRUTH,
         log:
@@ -28,6 +29,26 @@ if PLAN.boxes_on:
             "../../envs/annobench.yaml"
         script:
             "../../scripts/benchmark_boxes.py"
+
+
+    # Image labels and kept boxes side by side, whatever the labels' source: where they disagree.
+    rule box_label_consistency:
+        input:
+            ground_truth=BENCHMARK_TABLES["ground_truth"],
+            boxes=BOX_TRUTH["boxes"],
+            box_rejects=BOX_TRUTH["box_rejects"],
+        output:
+            report=BOX_CONSISTENCY,
+        log:
+            out("logs/box_label_consistency.log"),
+        params:
+            code=script_code("box_label_consistency.py"),
+        resources:
+            mem_mb=1024 + INVENTORY.n_images // 100,
+        conda:
+            "../../envs/annobench.yaml"
+        script:
+            "../../scripts/box_label_consistency.py"
 
 
 # One job per box run, as the image-level baselines: all of them in one job took hours at the

@@ -227,7 +227,9 @@ def baseline_files(run):
 
 # -- boxes and content selection -------------------------------------------------------------
 
-BOX_TRUTH = {"boxes": out("tables/boxes/all.parquet"), "box_rejects": out("tables/box_rejects/all.parquet")}
+BOX_TRUTH = {"boxes": out("tables/boxes/all.parquet"), "box_rejects": out("tables/box_rejects/all.parquet"),
+             "box_notes": out("tables/box_notes/all.parquet")}
+BOX_CONSISTENCY = out("reports/box_label_consistency.csv")
 
 
 def box_baseline_files(run):

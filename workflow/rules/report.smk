@@ -52,6 +52,6 @@ rule benchmark_all:
     input:
         rules.benchmark_report.output if PLAN.benchmark_on else [],
         rules.region_benchmark.output if PLAN.benchmark_on and PLAN.regions_on else [],
-        list(BOX_TRUTH.values()) if PLAN.boxes_on else [],
+        [*BOX_TRUTH.values(), BOX_CONSISTENCY] if PLAN.boxes_on else [],
         out("tables/caption_scores/all.parquet") if CAPTION_RUNS else [],
         expand(out("evaluations/illustration_{run}.json"), run=PLAN.illustration_runs),

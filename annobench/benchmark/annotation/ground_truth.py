@@ -157,6 +157,12 @@ def truth_from_regions(regions: pd.DataFrame, lift_to_ancestors: bool) -> Ground
     return _truth(rows)
 
 
+def truth_from_boxes(boxes: pd.DataFrame) -> GroundTruth:
+    """Every concept one of an image's boxes has (the boxes table: kept boxes only, its rejects never
+    reach it), in the table's order."""
+    return _truth((i, c, 1.0) for i, c in dict.fromkeys(zip(boxes["image_id"], boxes["concept"])))
+
+
 def restrict_to_vocabulary(truth: GroundTruth, concepts: list[Concept]) -> GroundTruth:
     """Drop rows whose concept is not in the vocabulary, saying how many in the notes."""
     known = {c.name for c in concepts}

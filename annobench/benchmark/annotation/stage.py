@@ -101,13 +101,14 @@ def baseline_job_settings(config: dict) -> dict:
 # -- ground truth and splits -------------------------------------------------
 
 def build_truth(settings: BenchmarkSettings, images_tables: list[str], regions_tables: list[str],
-                paths: dict[str, str], log) -> list[dict]:
-    """Concepts, ground truth, splits and the ImageCLEF 2012 exports. Returns the raw inputs read."""
+                paths: dict[str, str], log, boxes_tables: list[str] = ()) -> list[dict]:
+    """Concepts, ground truth, splits and the ImageCLEF 2012 exports. Returns the raw inputs read.
+    boxes_tables: the boxes table, for ground truth from boxes."""
     source = settings.ground_truth
     raw_inputs = _truth_raw_inputs(settings)
     parents = settings.parents()
     vocabulary = read_vocabulary(settings.vocabulary) if settings.vocabulary else None
-    truth = _read_source(source, vocabulary, regions_tables, log)
+    truth = _read_source(source, vocabulary, regions_tables, log, boxes_tables)
     if vocabulary is None:
         vocabulary = vocabulary_from_labels(truth.rows["concept"].unique(), parents)
     truth = gt.restrict_to_vocabulary(truth, vocabulary)
@@ -142,7 +143,8 @@ def build_truth(settings: BenchmarkSettings, images_tables: list[str], regions_t
     return raw_inputs
 
 
-def _read_source(source: dict, vocabulary, regions_tables: list[str], log) -> gt.GroundTruth:
+def _read_source(source: dict, vocabulary, regions_tables: list[str], log,
+                 boxes_tables: list[str] = ()) -> gt.GroundTruth:
     kind = source["source"]
     if kind == "csv":
         return gt.read_truth_csv(source["path"])
@@ -156,6 +158,12 @@ def _read_source(source: dict, vocabulary, regions_tables: list[str], log) -> gt
             raise GroundTruthError("ground truth from regions needs input.segmentations")
         regions = pd.concat([pd.read_parquet(p) for p in regions_tables], ignore_index=True)
         return gt.truth_from_regions(regions, source["lift_to_ancestors"])
+    if kind == "boxes":
+        if not boxes_tables:
+            raise GroundTruthError("ground truth from boxes needs benchmark.boxes.source")
+        boxes = pd.concat([pd.read_parquet(p, columns=["image_id", "concept"]) for p in boxes_tables],
+                          ignore_index=True)
+        return gt.truth_from_boxes(boxes)
     raise GroundTruthError(f"unknown ground-truth source {kind!r}")
 
 
@@ -166,7 +174,7 @@ def _truth_raw_inputs(settings: BenchmarkSettings) -> list[dict]:
     records = []
     if settings.vocabulary:
         records.append(raw_file(settings.vocabulary, Path(settings.vocabulary).name, role="vocabulary"))
-    if source["source"] != "regions" and source["path"]:
+    if source["source"] not in ("regions", "boxes") and source["path"]:
         records.extend(_source_files(source["path"]))
     for name, path in sorted(settings.split["lists"].items()):
         records.append(raw_file(path, f"{name}/{Path(path).name}", role="split_list"))
@@ -350,7 +358,7 @@ def evaluate_run(run, truth: np.ndarray, settings: BenchmarkSettings, overlap_pa
 def truth_job(job: Job) -> list[dict]:
     """Rule benchmark_truth. Returns the raw inputs read (vocabulary, truth files, split lists, ontology)."""
     return build_truth(BenchmarkSettings.from_config(job.config), job.input_list("images"),
-                       job.input_list("regions"), job.outputs, job.log)
+                       job.input_list("regions"), job.outputs, job.log, job.input_list("boxes"))
 
 
 def baseline_job(job: Job) -> list[dict]:

@@ -1,0 +1,75 @@
+"""Image labels made from box ground truth (benchmark.ground_truth.source: boxes), end to end on real
+photos: the first MSRC-v2 photos, boxes from their segmentations (as tests/test_box_workflow.py
+builds them), a vocabulary without `grass` so that some boxes are rejected. The labels are the
+concepts of the kept boxes, the consistency report finds nothing, and the build's console output
+ends with the rejects summary, box rejects included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import MSRC, require_shared, run_snakemake
+
+pytestmark = pytest.mark.slow
+
+PHOTOS = 40
+CONCEPTS = ["building", "tree", "cow", "horse", "sheep", "sky", "mountain", "aeroplane", "water", "face", "car",
+            "bicycle", "flower", "sign", "bird", "book", "chair", "road", "cat", "dog", "body", "boat"]  # no grass
+
+
+def labels_config(workdir: Path) -> Path:
+    require_shared(MSRC)
+    photos = sorted(p for p in (MSRC / "Images").iterdir() if p.is_file())[:PHOTOS]
+    (workdir / "images.csv").write_text("image_id,path\n" + "".join(f"{p.stem},{p}\n" for p in photos))
+    (workdir / "concepts.txt").write_text("\n".join(CONCEPTS) + "\n")
+    benchmark = {"baselines": ["random", "knn"], "features": ["colorhist", "gist"],
+                 "overlap": {"feature": "gist", "neighbours": 5}, "knn": {"neighbours": 3},
+                 "vocabulary": str(workdir / "concepts.txt"), "ground_truth": {"source": "boxes", "path": ""},
+                 "region_split": {"subset_sizes": [5]}, "boxes": {"source": "segmentations"}}
+    config = {"output": "out", "features": {"bow": {"kinds": ["sift"], "words": 20, "iterations": 10}},
+              "release": {"browse": {"enabled": False}},
+              "input": {"images": "", "image_list": str(workdir / "images.csv"), "page_map": "",
+                        "segmentations": str(MSRC)},
+              "segmentations": {"kind": "msrc"}, "benchmark": benchmark}
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory) -> tuple[Path, str]:
+    workdir = tmp_path_factory.mktemp("labels_from_boxes")
+    result = run_snakemake(workdir, "--cores", "2", "--configfile", str(labels_config(workdir)))
+    return workdir / "out", result.stdout
+
+
+def test_labels_are_the_concepts_of_the_kept_boxes(build):
+    out, _ = build
+    boxes = pd.read_parquet(out / "tables" / "boxes")
+    rejects = pd.read_parquet(out / "tables" / "box_rejects")
+    truth = pd.read_parquet(out / "tables" / "ground_truth")
+    assert len(boxes) > PHOTOS and "grass" not in set(boxes["concept"])
+    assert (rejects["concept"] == "grass").sum() > 0  # grass boxes are rejected, so grass is no label
+    assert (truth.groupby("image_id")["concept"].apply(frozenset).to_dict()
+            == boxes.groupby("image_id")["concept"].apply(frozenset).to_dict())
+    assert pd.read_parquet(out / "tables" / "concepts")["concept"].tolist() == CONCEPTS  # benchmark.vocabulary
+    consistency = (out / "reports" / "box_label_consistency.csv").read_text().splitlines()
+    assert consistency == ["image_id,concept,labelled,boxes,rejected_boxes,finding"]
+
+
+def test_the_build_ends_with_the_rejects_summary(build):
+    out, console = build
+    lines = console.rstrip("\n").splitlines()
+    done = max(i for i, line in enumerate(lines) if "steps (100%) done" in line)
+    summary = lines[done + 1:]
+    assert summary[0].startswith("annobench: rejects of this build, by table and reason")
+    grass = (pd.read_parquet(out / "tables" / "box_rejects")["concept"] == "grass").sum()
+    assert any(line.startswith("  box_rejects: ") for line in summary), summary
+    assert any(line.strip() == f"{grass}  unknown concept '…'" for line in summary), summary
+    assert any("image labels and kept boxes agree on every image" in line for line in summary), summary
+    # Nothing but Snakemake's own closing lines after it: the summary is the last thing a user reads.
+    assert all(line.startswith(("annobench: ", "  ", "Complete log", "Elapsed time")) for line in summary), summary
