@@ -3,7 +3,7 @@
 The shared VOC toy example and Padilla's boxes are converted here to corner folders
 (`class [confidence] xmin ymin xmax ymax`, xmax = left + width: the reading that reproduces both
 published examples, docs/measures.md). Read with the right geometry they give the published APs
-(Everingham et al. 2010's devkit for VOC; Padilla's Object-Detection-Metrics); read with the wrong
+(the VOC devkit's conventions, Everingham et al. 2010; Padilla et al. 2020); read with the wrong
 one, evaluate-boxes and check-box-run fail and name the other, wherever the boxes show it: with the
 image sizes always, without them when a box inverts. What cannot be seen without the sizes (corners
 named xywh) is a note, and the measured APs show why it matters.

@@ -349,8 +349,9 @@ def test_box_release_croissant_reads_back(box_release):
     pytest.importorskip("mlcroissant")
     document = json.loads(write_croissant(box_release, SMALL_CONFIG).read_text(encoding="utf-8"))
     record_sets = {node["@id"]: node for node in document["recordSet"]}
-    assert set(record_sets) == {"boxes", "box_rejects", "runs_cat_detector"}
-    for name, artefact in (("boxes", "boxes"), ("box_rejects", "box_rejects"), ("runs_cat_detector", "box_run")):
+    assert set(record_sets) == {"boxes", "box_rejects", "box_notes", "runs_cat_detector"}
+    for name, artefact in (("boxes", "boxes"), ("box_rejects", "box_rejects"), ("box_notes", "box_notes"),
+                           ("runs_cat_detector", "box_run")):
         assert record_sets[name]["description"].startswith(BOX_SUMMARIES[artefact])
     fields = {field["name"]: field for field in record_sets["boxes"]["field"]}
     assert fields["xmax"]["dataType"] == "sc:Integer" and "inclusive" in fields["xmax"]["description"]
@@ -367,7 +368,7 @@ def test_box_release_card(box_release, hf_offline):
     card = dataset_card(box_release, SMALL_CONFIG)
     front = front_matter(card)
     assert "object-detection" in front["task_categories"]
-    assert [entry["config_name"] for entry in front["configs"]] == ["box_rejects", "boxes"]
+    assert [entry["config_name"] for entry in front["configs"]] == ["box_notes", "box_rejects", "boxes"]
     assert "## Boxes" in card and "### Box runs" in card
     evaluation = json.loads((box_release / "evaluations" / "cat_detector.json").read_text(encoding="utf-8"))
     assert round(evaluation["MAP"]["0.5"], 4) == 0.8958  # the toy example's published cat AP (all points)

@@ -99,6 +99,8 @@ BOX_SUMMARIES = {
     "boxes": "box ground truth: one row per box instance, in inclusive integer pixel coordinates of "
              "the original image after EXIF orientation (width = xmax - xmin + 1)",
     "box_rejects": "boxes of the box ground truth left out, as read, each with the reason",
+    "box_notes": "boxes of the box ground truth kept after a change (clipped to their image), as read, each "
+                 "with what was done",
     BOX_RUN_ARTEFACT: "a box run: one row per box in the run's order, with its concept, confidence "
                       "and inclusive pixel corners in the original image",
 }

@@ -267,6 +267,8 @@ def box_lines(release_dir: Path, tables: list[Table]) -> list[str]:
              "`resized_height / height`) from `xmin` to `xmax + 1` to draw it on one."]
     if any(table.artefact == "box_rejects" for table in tables):
         lines += ["Boxes of the ground truth that were left out are in `box_rejects`, with the reason."]
+    if any(table.artefact == "box_notes" for table in tables):
+        lines += ["Boxes kept after a change (clipped to their image) are in `box_notes`, as read, with the change."]
     runs = box_run_tables(release_dir)
     if not runs:
         return lines
