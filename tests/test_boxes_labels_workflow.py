@@ -6,13 +6,14 @@ ends with the rejects summary, box rejects included."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import MSRC, require_shared, run_snakemake
+from conftest import MSRC, REAL, require_shared, run_snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -73,3 +74,52 @@ def test_the_build_ends_with_the_rejects_summary(build):
     assert any("image labels and kept boxes agree on every image" in line for line in summary), summary
     # Nothing but Snakemake's own closing lines after it: the summary is the last thing a user reads.
     assert all(line.startswith(("annobench: ", "  ", "Complete log", "Elapsed time")) for line in summary), summary
+
+
+# ---------------------------------------------------------------- a box text folder in a build
+
+VOC = REAL / "boxes" / "voc_toyexample"
+
+
+def text_config(workdir: Path, geometry: str) -> Path:
+    """The VOC toy example's photos, its XML boxes as a corner text folder (`cat xmin ymin xmax ymax`),
+    labels from the boxes; one box moved a pixel past its image, clipped."""
+    folder = workdir / "boxes"
+    folder.mkdir(exist_ok=True)
+    for path in sorted(require_shared(VOC / "gts_vocpascal_format").glob("*.xml")):
+        objects = ElementTree.parse(path).getroot().findall("object")
+        lines = [" ".join([item.findtext("name"), *(item.findtext(f"bndbox/{k}") for k in ("xmin", "ymin", "xmax", "ymax"))])
+                 for item in objects]
+        if path.stem == "2007_000549":  # 375x500, its cat ends at row 499: now 501
+            lines = [line.rsplit(" ", 1)[0] + " 501" for line in lines]
+        (folder / f"{path.stem}.txt").write_text("".join(line + "\n" for line in lines))
+    benchmark = {"baselines": ["random"], "features": ["colorhist"], "overlap": {"feature": "colorhist", "neighbours": 3},
+                 "ground_truth": {"source": "boxes", "path": ""},
+                 "boxes": {"source": "text", "path": str(folder), "geometry": geometry, "outside": "clip",
+                           "baselines": []}}
+    config = {"output": "out", "release": {"browse": {"enabled": False}},
+              "input": {"images": str(VOC / "images"), "page_map": "", "segmentations": ""}, "benchmark": benchmark}
+    path = workdir / f"config_{geometry}.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def test_a_text_folder_builds_with_its_geometry_and_fails_with_the_other(tmp_path):
+    """Only the box and label tables are asked for: with labels from boxes they need the images alone."""
+    targets = ["out/tables/ground_truth/all.parquet", "out/reports/box_label_consistency.csv"]
+    wrong = run_snakemake(tmp_path, *targets, "--cores", "2", "--configfile", str(text_config(tmp_path, "xywh")),
+                          check=False)
+    assert wrong.returncode != 0
+    # One line, in the job's log and on the console, naming the key and the geometry that fits.
+    assert (f"annobench: {tmp_path / 'boxes'}: read as xywh, 10 boxes leave their image; read as xyxy, 1 box "
+            "leaves its image: benchmark.boxes.geometry: xyxy") in wrong.stdout, wrong.stdout[-3000:]
+    assert "Traceback" not in wrong.stdout
+    assert (tmp_path / "out" / "logs" / "benchmark_boxes.log").read_text().startswith("annobench: ")
+    run_snakemake(tmp_path, *targets, "--cores", "2", "--configfile", str(text_config(tmp_path, "xyxy")))
+    out = tmp_path / "out"
+    boxes = pd.read_parquet(out / "tables" / "boxes")
+    assert len(boxes) == 12 and boxes.loc[boxes["image_id"] == "2007_000549", "ymax"].tolist() == [500]
+    notes = pd.read_parquet(out / "tables" / "box_notes")
+    assert notes["note"].tolist() == ["clipped to the image (375x500): ymax 501 -> 500"]
+    truth = pd.read_parquet(out / "tables" / "ground_truth")
+    assert sorted(set(truth["image_id"])) == sorted(set(boxes["image_id"])) and set(truth["concept"]) == {"cat"}

@@ -15,10 +15,12 @@ files the build read, where it read them.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.progress import job_log
 from annobench.core.provenance import named_files, record_job
 
@@ -128,6 +130,12 @@ def run_snakemake_job(snakemake, job_function: Callable[[Job], list[dict] | None
     """A rule's script: run its job function with the job's log, then record what it read and wrote
     (the release job records nothing: it writes the lineage of the others)."""
     with job_log(snakemake.log[0]) as log:
-        raw = job_function(Job.from_snakemake(snakemake, log))
+        try:
+            raw = job_function(Job.from_snakemake(snakemake, log))
+        except AnnobenchError as error:  # bad input, named: its line in the log and on stderr, not a traceback
+            for line in error.report_lines():
+                log(line)
+                print(line, file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
     if record:
         record_job(snakemake, raw_inputs=raw)

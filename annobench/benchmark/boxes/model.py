@@ -192,7 +192,7 @@ def _count_text(inverted: int, outside: int, geometry: str) -> str:
     def boxes(n: int, verb: str) -> str:
         return f"{n} box{'es' if n != 1 else ''} {verb if n != 1 else verb + 's'}"
 
-    parts = [boxes(outside, "leave") + " their image"] if outside else []
+    parts = [boxes(outside, "leave") + (" its image" if outside == 1 else " their image")] if outside else []
     if inverted:
         parts.append(boxes(inverted, "invert") + (" (a negative width or height)" if geometry == "xywh"
                                                    else " (max < min)"))
