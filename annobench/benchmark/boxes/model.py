@@ -123,7 +123,8 @@ def corners_from_xywh(left: float, top: float, width: float, height: float) -> t
 # left, top, width, height (read as corners_from_xywh says). Forms that say their geometry (VOC
 # XML, COCO JSON, the tables' xmin..ymax columns, the 2015/2016 `WxH+X+Y`) do not take one.
 GEOMETRIES = ("xyxy", "xyxy-exclusive", "xywh")
-GEOMETRY_LAYOUTS = {"xyxy": "xmin ymin xmax ymax", "xyxy-exclusive": "xmin ymin xmax ymax", "xywh": "left top width height"}
+GEOMETRY_LAYOUTS = {"xyxy": "xmin ymin xmax ymax", "xyxy-exclusive": "xmin ymin xmax ymax",
+                    "xywh": "left top width height"}
 _GEOMETRY_MEANINGS = {"xyxy": "xmin ymin xmax ymax, the maximum inclusive, as VOC",
                       "xyxy-exclusive": "xmin ymin xmax ymax, the maximum one past the box",
                       "xywh": "left top width height"}
@@ -172,7 +173,7 @@ def geometry_counts(values: np.ndarray, sizes: np.ndarray, geometry: str) -> tup
     NaN where unknown. A box that inverts is not counted as leaving."""
     values = np.asarray(values, dtype=np.float64).reshape(-1, 4)
     if geometry == "xywh":
-        corners = np.column_stack([values[:, 0], values[:, 1], values[:, 0] + values[:, 2], values[:, 1] + values[:, 3]])
+        corners = np.column_stack([values[:, :2], values[:, :2] + values[:, 2:]])
         inverted = (values[:, 2] < 0) | (values[:, 3] < 0)
     else:
         corners = values.copy()

@@ -171,8 +171,8 @@ class _TruthBuilder:
             return
         corners = tuple(nearest_pixel(v) for v in raw)
         if clipped is not None:
-            changes = ", ".join(f"{name} {before} -> {after}" for name, before, after in zip(COORDINATES, corners, clipped)
-                                if before != after)
+            changes = ", ".join(f"{name} {before} -> {after}"
+                                for name, before, after in zip(COORDINATES, corners, clipped) if before != after)
             size = self.size(image_id)
             self.notes.append((image_id, instance, concept, *raw, f"clipped to the image ({size[0]}x{size[1]}): "
                                f"{changes}", source))
@@ -397,7 +397,8 @@ def _read_text_folder(folder: Path, builder: _TruthBuilder, geometry: str, optio
         try:
             lines = path.read_text(encoding="utf-8-sig").splitlines()
         except UnicodeDecodeError as error:
-            files.append((path.stem, f"text:{path.name}", None, f"not UTF-8 text ({error.reason} at byte {error.start})"))
+            why = f"not UTF-8 text ({error.reason} at byte {error.start})"
+            files.append((path.stem, f"text:{path.name}", None, why))
             continue
         files.append((path.stem, f"text:{path.name}", lines, None))
         size = builder.size(path.stem) or (math.nan, math.nan)
