@@ -144,7 +144,8 @@ def test_run_boxes_capped_best_score_first(boxed_build, tmp_path):
     text = page.read_text(encoding="utf-8")
     assert f"5 best-scored of {len(coins)} boxes drawn (cap 5)" in text
     assert "<strong>coarse</strong>: 1 box</li>" in text
-    assert f"border:2px solid {TRUTH_COLOUR}" in text and f"border:2px dashed {detector}" in text  # the legend
+    assert f'stroke="{TRUTH_COLOUR}" stroke-width="3"></line>' in text  # the legend: truth solid, runs dashed
+    assert f'stroke="{detector}" stroke-width="3" stroke-dasharray="5 3"></line>' in text
     assert 'class="box-run" stroke="' + detector + '" stroke-dasharray=' in text  # runs dashed, truth solid
 
     default = rects_of(site(boxed_build, tmp_path / "default") / image_page_path(0, "coins"))

@@ -1,6 +1,7 @@
 """Boxes drawn over a stored picture (ImageCLEF 2016 subtask 1, Gilbert et al. 2016; PASCAL VOC
 devkit conventions, Everingham et al. 2010): the image's truth boxes and each box run's
-best-scored boxes, as inline SVG rectangles over the `<img>`, with a legend and a list.
+best-scored boxes, as inline SVG rectangles over the picture, with a legend and a list.
+This module lays the boxes out and words the legend; templates/image/boxes.html draws them.
 
 Inline SVG keeps the site small (a rectangle is some 60 bytes, no extra file)
 and sharp at any zoom. Boxes are in pixels of the original image and cover
@@ -15,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annobench.benchmark.boxes.model import geometry_text
-from annobench.release.browser.markup import esc, html_table, more_note, number
 from annobench.release.browser.source import Rows
+from annobench.release.browser.templating import number, plural
 
 TRUTH_COLOUR = "#2ecc40"
 # Run colours: far from the truth's green and from each other; a ninth run repeats the first.
@@ -25,6 +26,37 @@ RUN_DASHES = "5 3"           # runs dashed, truth solid: told apart without colo
 STROKE_WIDTH = 2             # pixels of the stored picture
 LABEL_SIZE = 10              # truth labels' font size, pixels of the stored picture
 BOX_LIST_OPEN = 40           # more listed boxes than this start folded
+
+
+@dataclass(frozen=True)
+class Line:
+    """How a source's boxes are stroked: a colour, and dashes (empty: solid)."""
+
+    colour: str
+    dashes: str = ""
+
+
+TRUTH_LINE = Line(TRUTH_COLOUR)
+
+
+@dataclass(frozen=True)
+class RunStyle:
+    """How a run is shown on every page: its place among the build's box runs, its kind, and
+    its colour and dashes."""
+
+    name: str
+    kind: str
+    index: int
+    line: Line
+
+
+def run_line(index: int) -> Line:
+    return Line(RUN_COLOURS[index % len(RUN_COLOURS)], RUN_DASHES)
+
+
+def run_styles(names: list[str], kind: str = "baseline") -> list[RunStyle]:
+    """The build's box runs, in the order given (name order), each with its own colour."""
+    return [RunStyle(name, kind, k, run_line(k)) for k, name in enumerate(names)]
 
 
 @dataclass(frozen=True)
@@ -58,86 +90,82 @@ def score_label(score) -> str:
     return "" if score is None else f" {score:.3f}"
 
 
-def rect_svg(box: dict, scale: Scale, title: str) -> str:
-    x, y, width, height = (coordinate(v) for v in scale.rect(box))
-    return f'<rect x="{x}" y="{y}" width="{width}" height="{height}"><title>{esc(title)}</title></rect>'
+@dataclass(frozen=True)
+class Rect:
+    """A box on the stored picture, with its tooltip."""
+
+    x: str
+    y: str
+    width: str
+    height: str
+    title: str
+
+    @classmethod
+    def of(cls, box: dict, scale: Scale, title: str) -> Rect:
+        return cls(*(coordinate(v) for v in scale.rect(box)), title)
 
 
-def truth_svg(boxes: list[dict], scale: Scale) -> str:
-    """Solid rectangles, each with its concept written inside its top-left corner."""
-    rects = "".join(rect_svg(b, scale, f"truth {b['instance']}: {b['concept']}") for b in boxes)
-    labels = "".join(f'<text x="{coordinate(b["xmin"] * scale.x + 2)}" y="{coordinate(b["ymin"] * scale.y + 2)}">'
-                     f'{esc(b["concept"])}</text>' for b in boxes)
-    return (f'<g class="box-truth" stroke="{TRUTH_COLOUR}">{rects}</g>'
-            f'<g fill="{TRUTH_COLOUR}" stroke="#000" stroke-width="2" paint-order="stroke" '
-            f'font-size="{LABEL_SIZE}" font-family="sans-serif" dominant-baseline="hanging">{labels}</g>')
+def truth_labels(boxes: list[dict], scale: Scale) -> list[dict]:
+    """Each truth box's concept, written inside its top-left corner."""
+    return [{"x": coordinate(b["xmin"] * scale.x + 2), "y": coordinate(b["ymin"] * scale.y + 2),
+             "text": b["concept"]} for b in boxes]
 
 
-def run_svg(name: str, boxes: list[dict], scale: Scale, colour: str) -> str:
-    rects = "".join(rect_svg(b, scale, f"{name}: {b['concept']}{score_label(b.get('score'))}") for b in boxes)
-    return f'<g class="box-run" stroke="{colour}" stroke-dasharray="{RUN_DASHES}">{rects}</g>'
+def truth_legend(truth: Rows) -> str:
+    """`truth: 2 boxes`, and how many are drawn."""
+    text = f"truth: {plural(truth.total, 'box', 'boxes')}"
+    if truth.total > len(truth.rows):
+        text += f" (first {len(truth.rows):,} drawn)"
+    return text
 
 
-def run_colour(index: int) -> str:
-    return RUN_COLOURS[index % len(RUN_COLOURS)]
+def run_legend(rows: Rows, cap: int) -> str:
+    """How many boxes a run has for the image and how many of them are drawn."""
+    if not rows.total:
+        return "no boxes for this image"
+    if rows.total <= len(rows.rows):
+        return plural(rows.total, "box", "boxes")
+    return f"{len(rows.rows):,} best-scored of {plural(rows.total, 'box', 'boxes')} drawn (cap {cap:,})"
 
 
-def picture_svg(image: dict, image_src: str, scale: Scale, truth: list[dict], runs: list[tuple[str, Rows]]) -> str:
-    """The stored picture with the boxes over it (the boxes hide while the pointer is on it)."""
-    width, height = image["resized_width"], image["resized_height"]
-    groups = truth_svg(truth, scale) + "".join(run_svg(name, rows.rows, scale, run_colour(k))
-                                               for k, (name, rows) in enumerate(runs))
-    size = f'width="{width}" height="{height}"'
-    return (f'<div class="stack" style="width:{width}px;height:{height}px">'
-            f'<img src="{image_src}" {size} alt="">'
-            f'<svg class="overlay boxes" {size} viewBox="0 0 {width} {height}" '
-            f'style="position:absolute;left:0;top:0" fill="none" stroke-width="{STROKE_WIDTH}" '
-            f'role="img" aria-label="boxes">{groups}</svg></div>')
+def run_view(style: RunStyle, rows: Rows, scale: Scale, cap: int) -> dict:
+    drawn = rows.rows
+    return {"style": style, "legend": run_legend(rows, cap),
+            "rects": [Rect.of(b, scale, f"{style.name}: {b['concept']}{score_label(b.get('score'))}") for b in drawn]}
 
 
-def swatch(colour: str, dashed: bool) -> str:
-    style = "dashed" if dashed else "solid"
-    return f'<span class="sw" style="border:2px {style} {colour};background:none"></span>'
+def listed(line: Line | None, source: str, rank: int, box: dict) -> dict:
+    """A row of the box list: who gave the box (with its line when drawn), its number, concept,
+    score and WxH+X+Y in original pixels."""
+    return {"line": line, "source": source, "number": number(rank), "concept": box["concept"],
+            "score": number(box.get("score")),
+            "geometry": geometry_text(box["xmin"], box["ymin"], box["xmax"], box["ymax"])}
 
 
-def boxes_count(count: int) -> str:
-    return f"{count:,} box" if count == 1 else f"{count:,} boxes"
+def box_list(truth: Rows, runs: list[tuple[RunStyle, Rows]]) -> list[dict]:
+    rows = [listed(TRUTH_LINE, "truth", b["instance"], b) for b in truth.rows]
+    for style, boxes in runs:
+        rows += [listed(style.line, style.name, rank, b) for rank, b in enumerate(boxes.rows, 1)]
+    return rows
 
 
-def legend_html(truth: Rows, runs: list[tuple[str, Rows]], max_run_boxes: int) -> str:
-    items = [f"<li>{swatch(TRUTH_COLOUR, False)} truth: {boxes_count(truth.total)}"
-             + (f" (first {len(truth.rows):,} drawn)" if truth.total > len(truth.rows) else "") + "</li>"]
-    for k, (name, rows) in enumerate(runs):
-        drawn = (boxes_count(rows.total) if rows.total <= len(rows.rows)
-                 else f"{len(rows.rows):,} best-scored of {boxes_count(rows.total)} drawn (cap {max_run_boxes:,})")
-        items.append(f"<li>{swatch(run_colour(k), True)} run <strong>{esc(name)}</strong>: "
-                     f"{drawn if rows.total else 'no boxes for this image'}</li>")
-    return f'<ul class="legend">{"".join(items)}</ul>'
+@dataclass(frozen=True)
+class BoxSources:
+    """An image's boxes: its truth boxes and each box run's best boxes."""
+
+    truth: Rows
+    runs: list[tuple[RunStyle, Rows]]
 
 
-def box_list_html(truth: Rows, runs: list[tuple[str, Rows]]) -> str:
-    """Every drawn box in words: who gave it, its concept, score and WxH+X+Y in original pixels."""
-    rows = [[swatch(TRUTH_COLOUR, False), "truth", number(b["instance"]), esc(b["concept"]), "&ndash;",
-             f"<code>{geometry_text(b['xmin'], b['ymin'], b['xmax'], b['ymax'])}</code>"] for b in truth.rows]
-    for k, (name, boxes) in enumerate(runs):
-        rows += [[swatch(run_colour(k), True), esc(name), number(rank), esc(b["concept"]), number(b.get("score")),
-                  f"<code>{geometry_text(b['xmin'], b['ymin'], b['xmax'], b['ymax'])}</code>"]
-                 for rank, b in enumerate(boxes.rows, 1)]
-    if not rows:
-        return ""
-    opened = " open" if len(rows) <= BOX_LIST_OPEN else ""
-    return (f"<details{opened}><summary>{boxes_count(len(rows))} drawn</summary>"
-            + html_table(["", "from", "#", "concept", "score", "box (original pixels)"], rows) + "</details>")
-
-
-def boxes_section_html(image: dict, image_src: str, truth: Rows, runs: list[tuple[str, Rows]],
-                       max_run_boxes: int) -> str:
-    """The Boxes section of an image page: the picture with its boxes, the legend, the list."""
+def boxes_section(image: dict, image_src: str, boxes: BoxSources, cap: int) -> dict:
+    """The Boxes section of an image page: the picture with its boxes, the legend, the lists."""
     scale = Scale.of(image)
     if scale is None:
-        return '<p class="note">The original size of this image is unknown: its boxes cannot be scaled.</p>'
-    figure = (f"<figure>{picture_svg(image, image_src, scale, truth.rows, runs)}"
-              "<figcaption>boxes over the stored picture (hover to hide)</figcaption></figure>")
-    notes = more_note(len(truth.rows), truth.total, "truth boxes")
-    return (f'<div class="figures">{figure}<div>{legend_html(truth, runs, max_run_boxes)}{notes}'
-            f"{box_list_html(truth, runs)}</div></div>")
+        return {"scale": None}
+    items = box_list(boxes.truth, boxes.runs)
+    return {"scale": scale, "src": image_src, "width": image["resized_width"], "height": image["resized_height"],
+            "truth_line": TRUTH_LINE, "stroke_width": STROKE_WIDTH, "label_size": LABEL_SIZE,
+            "truth": [Rect.of(b, scale, f"truth {b['instance']}: {b['concept']}") for b in boxes.truth.rows],
+            "labels": truth_labels(boxes.truth.rows, scale), "truth_legend": truth_legend(boxes.truth),
+            "runs": [run_view(style, rows, scale, cap) for style, rows in boxes.runs],
+            "list": items, "list_open": len(items) <= BOX_LIST_OPEN}

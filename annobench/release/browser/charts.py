@@ -1,52 +1,68 @@
 """The browser's SVG charts: horizontal bars for frequencies, vertical bars
-for histograms and sparklines."""
+for histograms and sparklines. This module lays them out (sizes and
+positions); templates/charts.html draws them."""
 
 from __future__ import annotations
 
-from annobench.release.browser.markup import esc
+from dataclasses import dataclass
 
 
 def short(text: str, length: int = 26) -> str:
     return text if len(text) <= length else text[: length - 1] + "\u2026"
 
 
-def bar_chart(items: list[tuple[str, int]], caption: str) -> str:
+@dataclass(frozen=True)
+class Bar:
+    """One bar: its label (whole, for the tooltip, and as shown), value and place."""
+
+    label: str
+    shown: str
+    value: int
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class Chart:
+    caption: str
+    width: int
+    height: int
+    bars: list[Bar]
+    axis_y: int | None = None  # the histogram's axis line
+    label_x: int = 0           # the bar chart's labels end here
+
+
+BAR_LABEL_WIDTH, BAR_WIDTH, BAR_ROW = 180, 380, 16
+
+
+def bar_chart(items: list[tuple[str, int]], caption: str) -> Chart | None:
     """Horizontal bars, one per (label, count), longest first as given."""
     if not items:
-        return ""
-    label_width, bar_width, row = 180, 380, 16
-    width, height = label_width + bar_width + 70, row * len(items) + 4
+        return None
     top = max(value for _, value in items) or 1
-    parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(caption)}">']
-    for k, (label, value) in enumerate(items):
-        y = 2 + k * row
-        length = round(bar_width * value / top) if value else 0
-        parts.append(f'<text x="{label_width - 6}" y="{y + 12}" text-anchor="end">{esc(short(label))}</text>'
-                     f'<rect x="{label_width}" y="{y + 2}" width="{length}" height="{row - 4}">'
-                     f'<title>{esc(label)}: {value:,}</title></rect>'
-                     f'<text x="{label_width + length + 4}" y="{y + 12}">{value:,}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    bars = [Bar(label, short(label), value, BAR_LABEL_WIDTH, 2 + k * BAR_ROW,
+                round(BAR_WIDTH * value / top) if value else 0, BAR_ROW - 4)
+            for k, (label, value) in enumerate(items)]
+    return Chart(caption, BAR_LABEL_WIDTH + BAR_WIDTH + 70, BAR_ROW * len(items) + 4, bars,
+                 label_x=BAR_LABEL_WIDTH - 6)
 
 
-def column_chart(bins: list[tuple[str, int]], caption: str, plot_height: int = 110, labels: bool = True) -> str:
+def column_chart(bins: list[tuple[str, int]], caption: str, plot_height: int = 110, labels: bool = True
+                 ) -> Chart | None:
     """Vertical bars (a histogram), labelled under the first, the last and a few between
     (or not at all: a sparkline, whose bars still name their bin on hover)."""
     if not bins:
-        return ""
+        return None
     column = max(6, min(28, 640 // len(bins))) if labels else 6
-    width, height = column * len(bins) + 8, plot_height + (30 if labels else 8)
     top = max(value for _, value in bins) or 1
     every = max(1, len(bins) // 8)
-    parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(caption)}">',
-             f'<rect class="axis" x="0" y="{plot_height + 4}" width="{width}" height="1"></rect>']
+    bars = []
     for k, (label, value) in enumerate(bins):
-        x, bar = 4 + k * column, round(plot_height * value / top) if value else 0
-        parts.append(f'<rect x="{x}" y="{plot_height + 4 - bar}" width="{column - 1}" height="{bar}">'
-                     f'<title>{esc(label)}: {value:,}</title></rect>')
-        if labels and (k % every == 0 or k == len(bins) - 1):
-            parts.append(f'<text x="{x}" y="{plot_height + 18}">{esc(short(label, 10))}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+        height = round(plot_height * value / top) if value else 0
+        labelled = labels and (k % every == 0 or k == len(bins) - 1)
+        bars.append(Bar(label, short(label, 10) if labelled else "", value, 4 + k * column,
+                        plot_height + 4 - height, column - 1, height))
+    return Chart(caption, column * len(bins) + 8, plot_height + (30 if labels else 8), bars,
+                 axis_y=plot_height + 4)

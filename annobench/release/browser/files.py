@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import string
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -56,6 +57,14 @@ def up(site_path: str) -> str:
 def href(from_page: str, site_path: str) -> str:
     """A relative, percent-encoded link between two files of the site."""
     return quote(up(from_page) + site_path, safe="/.~-_")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link of a page: what it says and where it goes (made by `href`)."""
+
+    text: str
+    href: str
 
 
 def stored_image_href(from_page: str, resized_path: str) -> str:

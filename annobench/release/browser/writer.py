@@ -32,9 +32,9 @@ from annobench.release.browser.figures import Figures, collect_figures
 from annobench.release.browser.files import Site
 from annobench.release.browser.image_pages import Context, write_image_pages
 from annobench.release.browser.index_pages import index_html, leaderboard_html, write_grid
-from annobench.release.browser.markup import STYLE
 from annobench.release.browser.overlays import Palette
 from annobench.release.browser.source import PAGE_COLUMNS, Catalogue, Log, PerImage, Source
+from annobench.release.browser.templating import render
 
 DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_boxes": 20}
 
@@ -77,7 +77,7 @@ def write_index_site(site: Site, settings: dict, source: Source, catalogue: Cata
                      log: Log) -> None:
     """The pages that need the whole build: style, index, leaderboard and the grid."""
     leaderboard = source.table("leaderboard")
-    site.write("style.css", STYLE)
+    site.write("style.css", render("style.css"))
     site.write("index.html", index_html(settings, source, catalogue, figures, leaderboard is not None))
     if leaderboard is not None:
         site.write("leaderboard.html", leaderboard_html(settings, leaderboard))
