@@ -41,8 +41,9 @@ class Rects(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        if tag == "g" and attrs.get("class") in ("box-truth", "box-run"):
-            self.group = "truth" if attrs["class"] == "box-truth" else attrs["stroke"]
+        classes = (attrs.get("class") or "").split()
+        if tag == "g" and {"box-truth", "box-run"} & set(classes):
+            self.group = "truth" if "box-truth" in classes else attrs["stroke"]
             self.groups.setdefault(self.group, [])
             self.titles.setdefault(self.group, [])
         elif tag == "rect" and self.group:
@@ -142,14 +143,17 @@ def test_run_boxes_capped_best_score_first(boxed_build, tmp_path):
     assert rects.titles[detector] == [f"detector: coin {s:.3f}" for s in best.score]
     assert rects.titles[coarse] == ["coarse: coin 0.250"]
     text = page.read_text(encoding="utf-8")
-    assert f"5 best-scored of {len(coins)} boxes drawn (cap 5)" in text
-    assert "<strong>coarse</strong>: 1 box</li>" in text
+    assert f"5 best-scored of {len(coins)} boxes drawn, {len(coins) - 5} more not drawn" in text
+    assert "<strong>coarse</strong>: 1 box</label></li>" in text
     assert f'stroke="{TRUTH_COLOUR}" stroke-width="3"></line>' in text  # the legend: truth solid, runs dashed
     assert f'stroke="{detector}" stroke-width="3" stroke-dasharray="5 3"></line>' in text
-    assert 'class="box-run" stroke="' + detector + '" stroke-dasharray=' in text  # runs dashed, truth solid
+    assert 'class="box-run run-1" stroke="' + detector + '" stroke-dasharray="5 3"' in text
 
     default = rects_of(site(boxed_build, tmp_path / "default") / image_page_path(0, "coins"))
-    assert len(default.groups[detector]) == min(len(coins), 20)
+    assert len(default.groups[detector]) == min(len(coins), 5)  # drawn_run_boxes
+    wide = site(boxed_build, tmp_path / "wide", {**SETTINGS, "drawn_run_boxes": 50})
+    wide = rects_of(wide / image_page_path(0, "coins"))
+    assert len(wide.groups[detector]) == min(len(coins), 20)  # never more than max_run_boxes
 
 
 def test_pages_without_boxes_and_the_index(boxed_build, tmp_path):

@@ -7,8 +7,8 @@ walks the build and writes the site (build_browser, browser_settings);
 shard's rows); `figures` collects the index's counts and frequencies;
 `index_pages` gathers the index, the leaderboard and the grid;
 `image_pages` puts the page of each image together from the sections of
-`image_sections`, `box_overlays` (the truth and box-run boxes) and
-`caption_section`; `overlays` colours the regions and
+`image_sections`, `box_overlays` (the truth and box-run boxes, each run in
+its own colour) and `caption_section`; `overlays` colours the regions and
 draws them as PNGs; `charts` lays out the SVG bar and column charts;
 `templating` renders the Jinja2 templates of `templates/`, which write all
 of the site's markup with every value escaped; `files` names the site's

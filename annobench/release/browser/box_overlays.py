@@ -9,6 +9,11 @@ the pixels xmin..xmax inclusive, so a box spans [xmin, xmax + 1) and is
 scaled to the stored picture by resized_width / width (rows likewise).
 Whether a source counts pixels from 0 or from 1 (VOC) moves a box by at most
 one original pixel, under a stored pixel: the drawing does not ask.
+
+Each run of the build has its own colour, the same on every page: the runs in
+name order take the colours of RUN_COLOURS in turn, and the runs past its end
+are listed, not drawn. Of each run at most `drawn_run_boxes` boxes are drawn
+(its best-scored), so a small picture under many runs stays readable.
 """
 
 from __future__ import annotations
@@ -20,9 +25,16 @@ from annobench.release.browser.source import Rows
 from annobench.release.browser.templating import number, plural
 
 TRUTH_COLOUR = "#2ecc40"
-# Run colours: far from the truth's green and from each other; a ninth run repeats the first.
-RUN_COLOURS = ("#ff4136", "#0074d9", "#ff851b", "#b10dc9", "#39cccc", "#f012be", "#ffdc00", "#85144b")
-RUN_DASHES = "5 3"           # runs dashed, truth solid: told apart without colour too
+# Kelly's twenty-two colours of maximum contrast (Kelly 1965) without white and black, in his
+# order: each next colour is the most distinct from those before it, and the first seven are
+# told apart with defective colour vision too. A run past the twentieth is not drawn.
+RUN_COLOURS = ("#ffb300", "#803e75", "#ff6800", "#a6bdd7", "#c10020", "#cea262", "#817066",
+               "#007d34", "#f6768e", "#00538a", "#ff7a5c", "#53377a", "#ff8e00", "#b32851",
+               "#f4c800", "#7f180d", "#93aa00", "#593315", "#f13a13", "#232c16")
+CVD_SAFE_COLOURS = 7
+# Runs are dashed, the truth solid; the runs past the first seven colours have dotted and
+# dash-dotted lines, so runs are told apart without colour too.
+RUN_DASHES = ("5 3", "2 2", "7 2 2 2")
 STROKE_WIDTH = 2             # pixels of the stored picture
 LABEL_SIZE = 10              # truth labels' font size, pixels of the stored picture
 BOX_LIST_OPEN = 40           # more listed boxes than this start folded
@@ -42,16 +54,18 @@ TRUTH_LINE = Line(TRUTH_COLOUR)
 @dataclass(frozen=True)
 class RunStyle:
     """How a run is shown on every page: its place among the build's box runs, its kind, and
-    its colour and dashes."""
+    its colour and dashes (colour None: past the palette, listed but not drawn)."""
 
     name: str
     kind: str
     index: int
-    line: Line
+    line: Line | None
 
 
-def run_line(index: int) -> Line:
-    return Line(RUN_COLOURS[index % len(RUN_COLOURS)], RUN_DASHES)
+def run_line(index: int) -> Line | None:
+    if index >= len(RUN_COLOURS):
+        return None
+    return Line(RUN_COLOURS[index], RUN_DASHES[min(index // CVD_SAFE_COLOURS, len(RUN_DASHES) - 1)])
 
 
 def run_styles(names: list[str], kind: str = "baseline") -> list[RunStyle]:
@@ -119,18 +133,21 @@ def truth_legend(truth: Rows) -> str:
     return text
 
 
-def run_legend(rows: Rows, cap: int) -> str:
+def run_legend(style: RunStyle, rows: Rows, drawn: int) -> str:
     """How many boxes a run has for the image and how many of them are drawn."""
     if not rows.total:
         return "no boxes for this image"
-    if rows.total <= len(rows.rows):
+    if style.line is None:
+        return f"{plural(rows.total, 'box', 'boxes')}, listed, not drawn (only the first {len(RUN_COLOURS)} runs " \
+               "are drawn)"
+    if rows.total <= drawn:
         return plural(rows.total, "box", "boxes")
-    return f"{len(rows.rows):,} best-scored of {plural(rows.total, 'box', 'boxes')} drawn (cap {cap:,})"
+    return f"{drawn:,} best-scored of {plural(rows.total, 'box', 'boxes')} drawn, {rows.total - drawn:,} more not drawn"
 
 
-def run_view(style: RunStyle, rows: Rows, scale: Scale, cap: int) -> dict:
-    drawn = rows.rows
-    return {"style": style, "legend": run_legend(rows, cap),
+def run_view(style: RunStyle, rows: Rows, scale: Scale, drawn_cap: int) -> dict:
+    drawn = rows.rows[:drawn_cap] if style.line else []
+    return {"style": style, "legend": run_legend(style, rows, len(drawn)),
             "rects": [Rect.of(b, scale, f"{style.name}: {b['concept']}{score_label(b.get('score'))}") for b in drawn]}
 
 
@@ -142,10 +159,11 @@ def listed(line: Line | None, source: str, rank: int, box: dict) -> dict:
             "geometry": geometry_text(box["xmin"], box["ymin"], box["xmax"], box["ymax"])}
 
 
-def box_list(truth: Rows, runs: list[tuple[RunStyle, Rows]]) -> list[dict]:
+def box_list(truth: Rows, runs: list[tuple[RunStyle, Rows]], drawn_cap: int) -> list[dict]:
     rows = [listed(TRUTH_LINE, "truth", b["instance"], b) for b in truth.rows]
     for style, boxes in runs:
-        rows += [listed(style.line, style.name, rank, b) for rank, b in enumerate(boxes.rows, 1)]
+        rows += [listed(style.line if rank <= drawn_cap else None, style.name, rank, b)
+                 for rank, b in enumerate(boxes.rows, 1)]
     return rows
 
 
@@ -157,15 +175,16 @@ class BoxSources:
     runs: list[tuple[RunStyle, Rows]]
 
 
-def boxes_section(image: dict, image_src: str, boxes: BoxSources, cap: int) -> dict:
+def boxes_section(image: dict, image_src: str, boxes: BoxSources, drawn_cap: int) -> dict:
     """The Boxes section of an image page: the picture with its boxes, the legend, the lists."""
     scale = Scale.of(image)
     if scale is None:
         return {"scale": None}
-    items = box_list(boxes.truth, boxes.runs)
+    items = box_list(boxes.truth, boxes.runs, drawn_cap)
     return {"scale": scale, "src": image_src, "width": image["resized_width"], "height": image["resized_height"],
             "truth_line": TRUTH_LINE, "stroke_width": STROKE_WIDTH, "label_size": LABEL_SIZE,
             "truth": [Rect.of(b, scale, f"truth {b['instance']}: {b['concept']}") for b in boxes.truth.rows],
             "labels": truth_labels(boxes.truth.rows, scale), "truth_legend": truth_legend(boxes.truth),
-            "runs": [run_view(style, rows, scale, cap) for style, rows in boxes.runs],
-            "list": items, "list_open": len(items) <= BOX_LIST_OPEN}
+            "runs": [run_view(style, rows, scale, drawn_cap) for style, rows in boxes.runs],
+            "list": items, "drawn": sum(1 for item in items if item["line"]),
+            "list_open": len(items) <= BOX_LIST_OPEN}

@@ -138,7 +138,7 @@ def boxes_of(here: str, view: ImageView, context: "Context") -> dict:
     sources = BoxSources(view.rows(view.data.boxes),
                          [(style, view.rows(view.data.box_runs[style.name])) for style in context.box_runs])
     return boxes_section(view.row, stored_image_href(here, view.row["resized_path"] or ""), sources,
-                         max_run_boxes(context.settings))
+                         drawn_run_boxes(context.settings))
 
 
 def sections(here: str, view: ImageView, context: "Context") -> dict:
@@ -170,7 +170,13 @@ def image_html(view: ImageView, context: "Context") -> str:
 
 
 def max_run_boxes(settings: dict) -> int:
+    """Boxes of each box run an image page reads and lists."""
     return max(0, int(settings["max_run_boxes"]))
+
+
+def drawn_run_boxes(settings: dict) -> int:
+    """Boxes of each box run drawn over an image's picture (at most those listed)."""
+    return min(max(0, int(settings["drawn_run_boxes"])), max_run_boxes(settings))
 
 
 @dataclass

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
+from annobench.release.browser.box_overlays import RUN_COLOURS
 from annobench.release.browser.figures import Figures, collect_figures
 from annobench.release.browser.files import Site
 from annobench.release.browser.image_pages import Context, write_image_pages
@@ -36,7 +37,7 @@ from annobench.release.browser.overlays import Palette
 from annobench.release.browser.source import PAGE_COLUMNS, Catalogue, Log, PerImage, Source
 from annobench.release.browser.templating import render
 
-DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_boxes": 20}
+DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_boxes": 20, "drawn_run_boxes": 5}
 
 
 def browser_settings(config: dict) -> dict:
@@ -77,7 +78,7 @@ def write_index_site(site: Site, settings: dict, source: Source, catalogue: Cata
                      log: Log) -> None:
     """The pages that need the whole build: style, index, leaderboard and the grid."""
     leaderboard = source.table("leaderboard")
-    site.write("style.css", render("style.css"))
+    site.write("style.css", render("style.css", runs=len(RUN_COLOURS)))
     site.write("index.html", index_html(settings, source, catalogue, figures, leaderboard is not None))
     if leaderboard is not None:
         site.write("leaderboard.html", leaderboard_html(settings, leaderboard))
