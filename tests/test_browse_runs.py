@@ -1,7 +1,7 @@
 """Many box runs over a small picture stay readable: each run has its own colour (20 distinct
 ones, the same on every page), the runs past the twentieth are listed without an overlay, each
-run draws only its `drawn_run_boxes` best-scored boxes and says how many more it has, and a
-legend's box hides its run. The build: two stored pictures of 120 x 80 with 21 box runs of
+run draws only its `drawn_run_boxes` best-scored boxes and says how many more it has, a
+legend's box hides its run, and the truth's line counts the rejected truth boxes. The build: two stored pictures of 120 x 80 with 21 box runs of
 12 boxes each on them (a user met 14 runs and 175 boxes on a picture of 240 x 180)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from annobench.benchmark.boxes.model import BOX_RUN_ARTEFACT, BOX_RUN_SCHEMA
@@ -100,3 +101,26 @@ def test_a_legend_box_hides_its_run(crowded, browser, tmp_path):
     assert strokes == list(RUN_COLOURS)
     page.close()
 
+
+def test_truth_line_counts_rejected_boxes(tmp_path):
+    """Two truth boxes and a rejected one (box_rejects): the legend counts both and says why."""
+    build = synthetic_source(tmp_path / "out", ["boxed"])
+    corners = {"xmin": [10, 300], "ymin": [20, 100], "xmax": [200, 500], "ymax": [150, 300]}
+    pq.write_table(pa.table({"image_id": ["boxed"] * 2, "instance": pa.array([1, 3], pa.int32()),
+                             "concept": ["cup", "saucer"],
+                             **{k: pa.array(v, pa.int32()) for k, v in corners.items()},
+                             "source": ["table:boxes.csv"] * 2}), mkdir(build / "tables" / "boxes") / "all.parquet")
+    pq.write_table(pa.table({"image_id": ["boxed"], "instance": pa.array([2], pa.int32()), "concept": ["spoon"],
+                             "xmin": [550.0], "ymin": [0.0], "xmax": [700.0], "ymax": [None],
+                             "reason": ["outside the image (600x400)"], "source": ["table:boxes.csv"]}),
+                   mkdir(build / "tables" / "box_rejects") / "all.parquet")
+    build_browser(build, build / "browse", {"title": "rejects"})
+    text = (build / "browse" / image_page_path(0, "boxed")).read_text(encoding="utf-8")
+    assert "truth: 2 boxes, 1 rejected (outside the image (600x400))" in text
+    assert "1 rejected truth box (not drawn)" in text and "<td>550, 0, 700, \u2013</td>" in text
+    assert len(rects_of(build / "browse" / image_page_path(0, "boxed")).groups["truth"]) == 2
+
+
+def mkdir(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

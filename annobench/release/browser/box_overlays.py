@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from annobench.benchmark.boxes.model import geometry_text
 from annobench.release.browser.source import Rows
-from annobench.release.browser.templating import number, plural
+from annobench.release.browser.templating import DASH, number, plural
 
 TRUTH_COLOUR = "#2ecc40"
 # Kelly's twenty-two colours of maximum contrast (Kelly 1965) without white and black, in his
@@ -38,6 +38,7 @@ RUN_DASHES = ("5 3", "2 2", "7 2 2 2")
 STROKE_WIDTH = 2             # pixels of the stored picture
 LABEL_SIZE = 10              # truth labels' font size, pixels of the stored picture
 BOX_LIST_OPEN = 40           # more listed boxes than this start folded
+MAX_REASONS_SHOWN = 2        # distinct reasons of rejected truth boxes in the legend
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,17 @@ def truth_labels(boxes: list[dict], scale: Scale) -> list[dict]:
              "text": b["concept"]} for b in boxes]
 
 
-def truth_legend(truth: Rows) -> str:
-    """`truth: 2 boxes`, and how many are drawn."""
+def reasons_text(rejects: list[dict]) -> str:
+    """The distinct reasons of an image's rejected truth boxes, the first few."""
+    reasons = list(dict.fromkeys(r.get("reason") or "no reason given" for r in rejects))
+    return "; ".join(reasons[:MAX_REASONS_SHOWN]) + ("; \u2026" if len(reasons) > MAX_REASONS_SHOWN else "")
+
+
+def truth_legend(truth: Rows, rejects: Rows) -> str:
+    """`truth: 2 boxes, 1 rejected (outside the image (384x303))`, and how many are drawn."""
     text = f"truth: {plural(truth.total, 'box', 'boxes')}"
+    if rejects.total:
+        text += f", {rejects.total:,} rejected ({reasons_text(rejects.rows)})"
     if truth.total > len(truth.rows):
         text += f" (first {len(truth.rows):,} drawn)"
     return text
@@ -167,11 +176,23 @@ def box_list(truth: Rows, runs: list[tuple[RunStyle, Rows]], drawn_cap: int) -> 
     return rows
 
 
+def as_read(value) -> str:
+    return DASH if value is None else f"{value:g}"
+
+
+def rejected_rows(rejects: Rows) -> list[list[str]]:
+    """The image's rejected truth boxes as read: number, concept, corners and reason."""
+    return [[number(r.get("instance")), r.get("concept") or "",
+             ", ".join(as_read(r.get(k)) for k in ("xmin", "ymin", "xmax", "ymax")), r.get("reason") or ""]
+            for r in rejects.rows]
+
+
 @dataclass(frozen=True)
 class BoxSources:
-    """An image's boxes: its truth boxes and each box run's best boxes."""
+    """An image's boxes: its truth boxes, its rejected truth boxes and each box run's best boxes."""
 
     truth: Rows
+    rejects: Rows
     runs: list[tuple[RunStyle, Rows]]
 
 
@@ -184,7 +205,8 @@ def boxes_section(image: dict, image_src: str, boxes: BoxSources, drawn_cap: int
     return {"scale": scale, "src": image_src, "width": image["resized_width"], "height": image["resized_height"],
             "truth_line": TRUTH_LINE, "stroke_width": STROKE_WIDTH, "label_size": LABEL_SIZE,
             "truth": [Rect.of(b, scale, f"truth {b['instance']}: {b['concept']}") for b in boxes.truth.rows],
-            "labels": truth_labels(boxes.truth.rows, scale), "truth_legend": truth_legend(boxes.truth),
+            "labels": truth_labels(boxes.truth.rows, scale), "truth_legend": truth_legend(boxes.truth, boxes.rejects),
             "runs": [run_view(style, rows, scale, drawn_cap) for style, rows in boxes.runs],
             "list": items, "drawn": sum(1 for item in items if item["line"]),
-            "list_open": len(items) <= BOX_LIST_OPEN}
+            "list_open": len(items) <= BOX_LIST_OPEN, "rejected": rejected_rows(boxes.rejects),
+            "rejected_total": boxes.rejects.total}

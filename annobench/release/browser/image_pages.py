@@ -37,7 +37,7 @@ from annobench.release.browser.templating import render
 # Caps on what one page lists, so no HTML file grows with the collection.
 MAX_PAGES_SHOWN = 50         # pages an image came from
 MAX_TRUTH_SHOWN = 500        # ground truth concepts of one image
-MAX_TRUTH_BOXES_SHOWN = 500  # truth boxes of one image (run boxes: the max_run_boxes setting)
+MAX_TRUTH_BOXES_SHOWN = 500  # truth boxes (and rejected truth boxes) of one image; runs': max_run_boxes
 
 
 @dataclass
@@ -56,6 +56,7 @@ class ShardData:
     runs: dict[str, dict[str, Rows]]
     pages: dict[str, dict]
     boxes: dict[str, Rows]
+    box_rejects: dict[str, Rows]
     box_runs: dict[str, dict[str, Rows]]
     captions: dict[str, dict[str, Rows]]  # table -> image -> rows (CAPTION_TABLES)
 
@@ -86,6 +87,8 @@ def load_shard(per_image: PerImage, pages: pa.Table | None, shard: int, max_run_
               for name in per_image.runs},
         pages=pages_of(pages, urls),
         boxes=grouped("boxes", [("instance", "ascending")], MAX_TRUTH_BOXES_SHOWN),
+        box_rejects=grouped("box_rejects", [("instance", "ascending"), ("reason", "ascending")],
+                            MAX_TRUTH_BOXES_SHOWN),
         box_runs={name: grouped(f"box_run:{name}", [("score", "descending"), *BOX_ORDER], max_run_boxes)
                   for name in per_image.box_runs},
         captions={table: grouped(table, order, cap) for table, (order, cap) in CAPTION_TABLES.items()},
@@ -135,7 +138,7 @@ def image_nav(here: str, view: ImageView, catalogue: Catalogue) -> list[Link]:
 
 
 def boxes_of(here: str, view: ImageView, context: "Context") -> dict:
-    sources = BoxSources(view.rows(view.data.boxes),
+    sources = BoxSources(view.rows(view.data.boxes), view.rows(view.data.box_rejects),
                          [(style, view.rows(view.data.box_runs[style.name])) for style in context.box_runs])
     return boxes_section(view.row, stored_image_href(here, view.row["resized_path"] or ""), sources,
                          drawn_run_boxes(context.settings))
@@ -153,7 +156,7 @@ def sections(here: str, view: ImageView, context: "Context") -> dict:
             found["relations"] = relations_section(view)
     if per_image.has("ground_truth") or per_image.has("splits"):
         found["truth"] = truth_section(view, per_image)
-    if per_image.has("boxes") or per_image.box_runs:
+    if per_image.has("boxes") or per_image.has("box_rejects") or per_image.box_runs:
         found["boxes"] = boxes_of(here, view, context)
     if per_image.runs:
         found["runs"] = runs_section(view, per_image)

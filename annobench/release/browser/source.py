@@ -151,6 +151,7 @@ PER_IMAGE = {
     "splits": ["image_id", "split"],
     "duplicates": ["image_id", "duplicate_of", "group_size"],
     "boxes": ["image_id", "instance", "concept", "xmin", "ymin", "xmax", "ymax"],
+    "box_rejects": ["image_id", "instance", "concept", "xmin", "ymin", "xmax", "ymax", "reason"],
     "captions": ["image_id", "reference", "text", "source"],
     "page_captions": ["image_id", "page_id", "kind", "text", "keep", "reason"],
     "caption_scores": ["image_id", "run", "caption", "meteor"],
