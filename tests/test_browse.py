@@ -338,7 +338,7 @@ def test_file_stems():
 
 def test_browser_settings():
     assert browser_settings({}) == {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_boxes": 20,
-                                    "drawn_run_boxes": 5, "title": "annobench release"}
-    config = {"release": {"title": "T", "browse": {"images_per_page": 7, "enabled": False}}}
+                                    "drawn_run_boxes": 5, "title": "annobench release", "description": ""}
+    config = {"release": {"title": "T", "description": "D", "browse": {"images_per_page": 7, "enabled": False}}}
     assert browser_settings(config) == {"enabled": False, "images_per_page": 7, "top_terms": 20, "max_run_boxes": 20,
-                                        "drawn_run_boxes": 5, "title": "T"}
+                                        "drawn_run_boxes": 5, "title": "T", "description": "D"}

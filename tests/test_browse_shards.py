@@ -110,7 +110,8 @@ def test_a_build_of_two_shards_releases_the_one_job_browser(tmp_path):
     reference.mkdir()
     (reference / "resized").symlink_to(out / "resized", target_is_directory=True)
     release = json.loads((out / "release" / "RELEASE.json").read_text())["config"]["release"]
-    build_browser(out, reference / "browse", {**release["browse"], "title": release["title"]})  # as rule browse
+    build_browser(out, reference / "browse", {**release["browse"], "title": release["title"],
+                                              "description": release["description"]})  # as rule browse
     assert tree_bytes(out / "browse") == tree_bytes(reference / "browse")
     assert {p.split("/")[1] for p in tree_bytes(out / "browse") if p.startswith("images/")} == {
         "shard-00000", "shard-00001"}

@@ -5,7 +5,8 @@
 # The browser's image pages run as one job per image shard when there are several.
 BROWSE_BY_SHARD = PLAN.browse_by_shard
 BROWSE_PARTS = PLAN.browse_parts
-BROWSE_SETTINGS = {**config["release"]["browse"], "title": config["release"]["title"]}
+BROWSE_SETTINGS = {**config["release"]["browse"], "title": config["release"]["title"],
+                   "description": config["release"]["description"]}
 
 
 BROWSE_INPUTS = [

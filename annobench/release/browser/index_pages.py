@@ -136,7 +136,7 @@ def index_links(has_leaderboard: bool) -> list[Link]:
 
 def index_html(settings: dict, source: Source, catalogue: Catalogue, figures: Figures, has_leaderboard: bool) -> str:
     return render(
-        "index.html", **page_of("index.html", settings["title"]),
+        "index.html", **page_of("index.html", settings["title"]), description=settings.get("description") or "",
         links=index_links(has_leaderboard), counts=figures.counts, images=len(catalogue),
         grid_pages=catalogue.pages(), per_page=catalogue.per_page, jumps=jumps(catalogue) if len(catalogue) else [],
         splits=[[k, number(v)] for k, v in sorted(figures.splits.items())],

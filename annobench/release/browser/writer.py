@@ -41,15 +41,17 @@ DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_b
 
 
 def browser_settings(config: dict) -> dict:
-    """The browser's settings from a build config (`release.browse`), defaults filled in."""
+    """The browser's settings from a build config (`release.browse`, with the release's title and
+    description), defaults filled in."""
     release = config.get("release") or {}
     settings = {**DEFAULTS, **(release.get("browse") or {})}
     settings.setdefault("title", release.get("title") or "annobench release")
+    settings.setdefault("description", release.get("description") or "")
     return settings
 
 
 def full_settings(settings: dict) -> dict:
-    return {**DEFAULTS, "title": "annobench release", **settings}
+    return {**DEFAULTS, "title": "annobench release", "description": "", **settings}
 
 
 def build_browser(source_dir: Path, browse_dir: Path, settings: dict, log: Log = lambda line: None) -> int:
