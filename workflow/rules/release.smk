@@ -1,10 +1,13 @@
 # Release: every released file with its lineage, as MANIFEST.jsonl and an RO-Crate, a Croissant
 # file and a dataset card, and a static browser of the data.
 
+from annobench.release.browser.templating import templates_digest
+
 
 # The browser's image pages run as one job per image shard when there are several.
 BROWSE_BY_SHARD = PLAN.browse_by_shard
 BROWSE_PARTS = PLAN.browse_parts
+BROWSE_TEMPLATES = templates_digest()  # a changed template reruns the jobs that render pages
 BROWSE_SETTINGS = {**config["release"]["browse"], "title": config["release"]["title"],
                    "description": config["release"]["description"]}
 
@@ -51,6 +54,7 @@ rule browse_shard:
         out("logs/browse/shard-{shard}.log"),
     params:
         settings=BROWSE_SETTINGS,
+        templates=BROWSE_TEMPLATES,
         code=script_code("browse_shard.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 1000,
@@ -98,6 +102,7 @@ rule browse:
     params:
         settings=BROWSE_SETTINGS,
         by_shard=BROWSE_BY_SHARD,
+        templates=BROWSE_TEMPLATES,
         code=script_code("browse.py"),
     resources:
         mem_mb=1024 + INVENTORY.n_images // 100,

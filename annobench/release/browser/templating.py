@@ -12,6 +12,7 @@ percent-encodes them, so a value never becomes a link with a scheme (`javascript
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 
 import jinja2
@@ -63,6 +64,16 @@ def environment() -> jinja2.Environment:
 def render(template: str, **context) -> str:
     """A template of templates/ filled with `context` (escaped)."""
     return environment().get_template(template).render(**context)
+
+
+def templates_digest() -> str:
+    """A hash of every template file: a param of the rules that render them, so a changed
+    template reruns them (a rule's code fingerprint covers Python modules, not package data)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in TEMPLATES.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(TEMPLATES).as_posix().encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def template_names() -> list[str]:
