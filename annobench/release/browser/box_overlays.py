@@ -54,8 +54,9 @@ TRUTH_LINE = Line(TRUTH_COLOUR)
 
 @dataclass(frozen=True)
 class RunStyle:
-    """How a run is shown on every page: its place among the build's box runs, its kind, and
-    its colour and dashes (colour None: past the palette, listed but not drawn)."""
+    """How a run is shown on every page: its place among the build's box runs, its kind (the
+    build's runs are baselines; submitted runs would join them with their own kind), and its
+    line (None: past the palette, listed but not drawn)."""
 
     name: str
     kind: str
