@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -350,3 +351,12 @@ def test_the_templates_digest_sees_every_template(tmp_path, monkeypatch):
         (copy / name).write_text((copy / name).read_text(encoding="utf-8") + " ", encoding="utf-8")
         digests.add(templating.templates_digest())
     assert len(digests) == len(templating.template_names()) + 1
+
+
+def test_every_template_ships_as_package_data():
+    """pyproject.toml's package-data globs cover every file of templates/ (a wheel carries them)."""
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "annobench.release.browser"]
+    shipped = {path for glob in globs for path in BROWSER.glob(glob)}
+    files = {path for path in (BROWSER / "templates").rglob("*") if path.is_file()}
+    assert files and files <= shipped, sorted(str(f) for f in files - shipped)
