@@ -46,9 +46,19 @@ def plural(value: int, one: str, many: str | None = None) -> str:
     return f"{count(value)} {one if value == 1 else (many or one + 's')}"
 
 
+class RowsEnvironment(jinja2.Environment):
+    """Templates read the build's rows, dicts, by their columns (`row.concept`): looked up as keys
+    first, without the failed attribute lookup Jinja tries before."""
+
+    def getattr(self, obj, attribute):
+        if type(obj) is dict and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    environment = jinja2.Environment(
+    environment = RowsEnvironment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
