@@ -88,7 +88,9 @@ def demo_config(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("demo_plan")
     sections = demo_sections(REPO / "demo")
     path = folder / "config.yaml"
-    path.write_text(yaml.safe_dump({"output": "out", **sections, "sharding": {"images_per_shard": 4}}))
+    path.write_text(yaml.safe_dump({"output": "out", **sections,
+                                     # The large build's shape: per-shard and per-run jobs, not merged ones.
+                                     "sharding": {"images_per_shard": 4, "merge_below_images": 0}}))
     return path
 
 
@@ -116,12 +118,13 @@ def test_the_planned_dag_has_snakemakes_jobs_per_rule_on_the_demo(demo_config, t
     # features.bow.codebook_threads is 4: Snakemake caps it at --cores.
     assert {job["threads"] for job in planned if job["rule"].startswith("bow_codebook_")} == {2}
     # Every rule of the workflow but those for inputs the demo has not (web archives, boxes,
-    # selection truth), the neighbour search's blocks (a build larger than one block) and the
-    # aggregate targets other rules stand for.
+    # selection truth), the neighbour search's blocks (a build larger than one block), the
+    # merged jobs of small builds and the aggregate targets other rules stand for.
     listing = run_snakemake(tmp_path / "dry", "--list-rules", "--configfile", str(demo_config)).stdout
     listed = {line.strip() for line in listing.splitlines() if re.fullmatch(r"[a-z_0-9]+", line.strip())}
     unused = {"warc_tables", "benchmark_boxes", "box_baseline", "selection_baselines", "benchmark_neighbour_block",
-              "ingest_all",
+              "ingest_all", "baseline_merged", "benchmark_neighbours_merged", "caption_baselines_merged",
+              "caption_run_evaluation_merged", "box_baseline_merged",
               "features_all", "bow_all", "text_all", "regions_all", "benchmark_all"}
     assert "release" in listed and listed - set(counts) <= unused
 
