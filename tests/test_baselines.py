@@ -33,7 +33,7 @@ from annobench.benchmark.annotation.baselines import (
 from annobench.benchmark.neighbours import search
 from annobench.benchmark.neighbours.search import NeighbourError, nearest_in_tables, nearest_neighbours, vector_blocks
 from annobench.core.tables import vector_column, write_table
-from conftest import REAL, SCENE_FEATURES, read_scene, require_shared
+from helpers import REAL, SCENE_FEATURES, read_scene, require_shared
 
 ARTICLES = REAL / "pages" / "kiwix_wikipedia" / "A"
 

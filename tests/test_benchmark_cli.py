@@ -11,7 +11,7 @@ from sklearn.metrics import average_precision_score, f1_score, precision_score, 
 from annobench.benchmark.runs.files import write_run
 from annobench.benchmark.runs.model import Run
 from annobench.cli import main
-from conftest import REAL, read_scene, require_shared
+from helpers import REAL, read_scene, require_shared
 
 RUNS = REAL / "runs" / "imageclef2014_devel"
 

@@ -12,7 +12,7 @@ from annobench.benchmark.settings import BenchmarkSettings
 from annobench.benchmark.vocabulary import GroundTruthError
 from annobench.core.config import load_config
 from annobench.core.tables import write_table
-from conftest import bsds_photos
+from helpers import bsds_photos
 
 
 def _images_table(path, ids):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REAL, run_snakemake, tree_bytes
+from helpers import REAL, run_snakemake, tree_bytes
 
 pytestmark = pytest.mark.slow
 

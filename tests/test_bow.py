@@ -16,7 +16,7 @@ from annobench.images.decode import DecodeLimits, decode_image
 from annobench.images.resize import resize_area
 from annobench.visual import bow
 from annobench.visual.dsift import DsiftParams, describe
-from conftest import bsds_photos
+from helpers import bsds_photos
 
 
 def real_descriptors(n_photos: int, kind: str = "sift") -> np.ndarray:

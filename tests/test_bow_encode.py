@@ -18,7 +18,7 @@ from annobench.visual.bow_stage import (
     write_codebook,
 )
 from annobench.visual.dsift import KINDS, DsiftParams, describe
-from conftest import bsds_photos
+from helpers import bsds_photos
 
 SETTINGS = {"kinds": list(KINDS), "dsift": {"step": 6, "bin_size": 4, "smoothing_sigma": 0.44, "clip": 0.2,
                                              "csift_epsilon": 1.0}, "pyramid": [1, 2], "words": 50}

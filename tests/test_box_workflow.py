@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import MSRC, REAL, require_shared, run_snakemake, tree_bytes
+from helpers import MSRC, REAL, require_shared, run_snakemake, tree_bytes
 
 pytestmark = pytest.mark.slow
 

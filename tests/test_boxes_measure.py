@@ -15,7 +15,7 @@ from annobench.benchmark.boxes.measure import BoxMeasureError, evaluate_boxes, p
 from annobench.benchmark.boxes.model import iou
 from annobench.benchmark.boxes.truth import read_box_truth
 from annobench.cli import main
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 BOXES = REAL / "boxes"
 TOY = BOXES / "voc_toyexample"

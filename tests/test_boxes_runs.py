@@ -20,7 +20,7 @@ from annobench.benchmark.boxes.checker import check_box_run, check_box_run_main,
 from annobench.benchmark.boxes.forms import read_box_run, write_box_run
 from annobench.benchmark.image_list import read_image_list
 from annobench.benchmark.problems import RunFormatError
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 DETECTIONS = [REAL / "boxes" / "padilla_odm" / "detections", REAL / "boxes" / "voc_toyexample" / "dets_classname_abs_xywh"]
 COCO = REAL / "boxes" / "voc_toyexample" / "gts_coco_format" / "toy_example_coco.JSON"

@@ -21,7 +21,7 @@ from annobench.core.tables import read_metadata
 from annobench.regions.importers import import_segmentations
 from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
 from annobench.regions.segmentation import Segmentation
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 TOY = REAL / "boxes" / "voc_toyexample"
 VOC = TOY / "gts_vocpascal_format"

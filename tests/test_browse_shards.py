@@ -15,7 +15,7 @@ import yaml
 from annobench.release.audit import audit, audit_build, read_manifest
 from annobench.release.browser.shards import build_browser_by_shard
 from annobench.release.browser.writer import build_browser
-from conftest import REPO, demo_sections, run_snakemake
+from helpers import REPO, demo_sections, run_snakemake
 from test_workflow import planned_jobs
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from annobench.benchmark.captions.files import CaptionError, CaptionRun, Referen
 from annobench.benchmark.captions.measure import human_bound, human_result, run_result, score_runs
 from annobench.benchmark.captions.meteor import require_tools
 from annobench.core.tables import write_table
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 EXAMPLE = REAL / "captions" / "clipscore_example"
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from annobench.benchmark.illustration.queries import query_id
-from conftest import demo_build_in, java_available, run_snakemake, tree_bytes
+from helpers import demo_build_in, java_available, run_snakemake, tree_bytes
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from annobench.benchmark.captions.files import (
 )
 from annobench.benchmark.captions.measure import evaluate_run, human_bound, tokenized_references
 from annobench.benchmark.captions.meteor import require_tools, tokenize
-from conftest import REAL, REPO, require_shared
+from helpers import REAL, REPO, require_shared
 
 EXAMPLE = REAL / "captions" / "clipscore_example"
 # Published with pycocoevalcap after PTB tokenisation, corpus level (shared/README.md).

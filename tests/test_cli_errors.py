@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from annobench.core.errors import AnnobenchError
-from conftest import REPO
+from helpers import REPO
 
 # Files made the way the fuzzing found them: each must be refused in one line, not a traceback.
 HOSTILE_JSON = {

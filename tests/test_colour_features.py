@@ -17,7 +17,7 @@ from annobench.visual.colour import (
     window_starts,
     write_projection,
 )
-from conftest import bsds_photos
+from helpers import bsds_photos
 
 LIMITS = DecodeLimits(10**8, 32, 32)
 

@@ -13,7 +13,7 @@ from annobench.cli import main
 from annobench.images.decode import DecodeLimits, decode_image
 from annobench.images.resize import resize_area
 from annobench.visual.dsift import KINDS, DsiftParams, channels, describe, grid
-from conftest import bsds_photos
+from helpers import bsds_photos
 
 LIMITS = DecodeLimits(10**8, 32, 32)
 # OpenCV describes given keypoints on its first pyramid level: the image blurred

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 from annobench.cli import main
 from annobench.core.tables import read_metadata
-from conftest import REPO, SHARED, require_shared
+from helpers import REPO, SHARED, require_shared
 
 
 def test_gist_of_lear_inputs_from_the_command_line(tmp_path):

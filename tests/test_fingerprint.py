@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from annobench.core.fingerprint import _annobench_sources, _third_party_versions, code_fingerprint, params_hash
-from conftest import REPO
+from helpers import REPO
 
 
 def test_params_hash_ignores_key_order_and_sees_values():

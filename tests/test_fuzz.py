@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REAL, REPO, require_shared
+from helpers import REAL, REPO, require_shared
 
 sys.path.insert(0, str(REPO / "tests" / "fuzz"))
 

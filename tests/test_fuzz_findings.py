@@ -13,7 +13,7 @@ import zlib
 
 import pytest
 
-from conftest import REAL, REPO, require_shared
+from helpers import REAL, REPO, require_shared
 
 sys.path.insert(0, str(REPO / "tests" / "fuzz"))
 

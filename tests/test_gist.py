@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from annobench.visual.gist import GistParams, gist, gist_from_square, square_input
-from conftest import SHARED, require_shared
+from helpers import SHARED, require_shared
 
 REFERENCE = SHARED / "reference" / "gist_lear"
 

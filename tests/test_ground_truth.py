@@ -10,7 +10,7 @@ from annobench.benchmark import vocabulary as vocab
 from annobench.benchmark.annotation import ground_truth as gt
 from annobench.regions.importers import import_segmentations
 from annobench.regions.segmentation import Segmentation
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 

@@ -23,7 +23,7 @@ from annobench.benchmark.illustration.queries import QUERIES_TABLE, page_text, q
 from annobench.benchmark.illustration.runs import RankingRun, read_ranking_run, run_bytes
 from annobench.benchmark.problems import RunFormatError
 from annobench.text.page_map import derive_mapping
-from conftest import KIWIX, REAL, require_shared
+from helpers import KIWIX, REAL, require_shared
 
 POPULAR = REAL / "pages" / "dataset_popular"
 KS = (1, 5, 10, 25, 50, 75, 100)

@@ -15,7 +15,7 @@ from annobench.sources.page_images import candidate_urls, page_base
 from annobench.sources.pages import PageLimits, decode_page, parse_html, read_page
 from annobench.text.features import TextParams, not_found_reason, occurrences, page_words
 from annobench.text.stage import extract_text, read_mapping
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 PAGES = REAL / "pages"
 PARAMS = TextParams()

@@ -21,7 +21,7 @@ from annobench.sources.listing import ImageSource
 
 @pytest.fixture(scope="module")
 def ingested(tmp_path_factory):
-    from conftest import REAL_IMAGES, require_shared
+    from helpers import REAL_IMAGES, require_shared
 
     root = require_shared(REAL_IMAGES)
     files = sorted(p for sub in ("formats", "exif_orientation", "caffe") for p in (root / sub).iterdir()
@@ -121,7 +121,7 @@ def test_empty_shard_writes_empty_tables(tmp_path):
 
 def test_duplicate_raw_files_are_found(tmp_path):
     from annobench.images.duplicates import find_duplicates
-    from conftest import bsds_photos
+    from helpers import bsds_photos
 
     a, b = bsds_photos(2)
     sources = [ImageSource("a", "a.jpg", str(a)), ImageSource("b", "b.jpg", str(b)), ImageSource("c", "c.jpg", str(a))]

@@ -15,7 +15,7 @@ from annobench.sources.inventory import (
     shard_count,
     shard_of,
 )
-from conftest import REAL_IMAGES, bsds_photos, require_shared, write_image_list
+from helpers import REAL_IMAGES, bsds_photos, require_shared, write_image_list
 
 
 def config_for(images=None, image_list="", per_shard=50, num_shards=0):

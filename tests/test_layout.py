@@ -10,7 +10,7 @@ from pathlib import Path
 
 import grimp
 
-from conftest import REPO
+from helpers import REPO
 
 PACKAGE = REPO / "annobench"
 STAGES = ("core", "sources", "images", "visual", "text", "regions", "benchmark", "release", "projection")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from annobench.regions.matfile import MatFileError, only_2d_array, read_mat, write_mat
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 BSDS = REAL / "segmentations" / "bsds500" / "groundTruth" / "train"

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from annobench.regions import matfile
 from annobench.regions.matfile import MatFileError, MatLimits, read_mat, write_mat
-from conftest import REAL, REPO, require_shared
+from helpers import REAL, REPO, require_shared
 
 BSDS = REAL / "segmentations" / "bsds500" / "groundTruth" / "train"
 BSDS_IMAGES = REAL / "images" / "bsds500" / "train"

@@ -28,7 +28,7 @@ from annobench.benchmark.region_annotation import measure as R
 from annobench.regions.importers import import_segmentations
 from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
 from annobench.regions.segmentation import Segmentation
-from conftest import REAL, read_scene, require_shared
+from helpers import REAL, read_scene, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 

@@ -15,7 +15,7 @@ import yaml
 
 from annobench.benchmark.neighbours.blocks import block_plan, merge_parts, search_part, shard_blocks
 from annobench.benchmark.neighbours.stage import write_neighbours
-from conftest import REPO, demo_sections, run_snakemake
+from helpers import REPO, demo_sections, run_snakemake
 from test_workflow import planned_jobs
 
 K = 9

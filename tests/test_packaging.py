@@ -7,7 +7,7 @@ import tomllib
 
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 
 # conda-forge names that differ from PyPI's.
 CONDA_TO_PIP = {"snakemake-minimal": "snakemake"}

@@ -11,7 +11,7 @@ from annobench.text.captions import CaptionFilter, caption_row, enclosing_captio
 from annobench.text.features import TextParams
 from annobench.text.page_map import derive_mapping
 from annobench.text.stage import MappingRow, extract_text
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 PAGES = REAL / "pages"
 COLUMNS = ("kind", "text", "words", "same_on_page", "boilerplate", "keep", "reason")

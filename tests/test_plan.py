@@ -7,7 +7,7 @@ import pytest
 
 from annobench.core.config import deep_merge, load_config
 from annobench.plan import PlanError, make_plan
-from conftest import REPO, demo_sections, tree_bytes
+from helpers import REPO, demo_sections, tree_bytes
 
 
 def demo_config(**changes) -> dict:
@@ -49,7 +49,7 @@ def test_without_pages_the_cooccurrence_baselines_are_skipped_with_a_note():
 def test_merged_jobs_write_the_bytes_of_one_job_a_run(demo_build, tmp_path):
     """The demo (merged: one job for the baselines, one for the neighbour searches) against the
     same build with a job per run and feature."""
-    from conftest import demo_build_in
+    from helpers import demo_build_in
 
     def per_run(config):
         config["sharding"] = {"merge_below_images": 0}

@@ -15,7 +15,7 @@ import yaml
 from annobench.projection.costs import RuleCost, calibrate, merged
 from annobench.projection.dag import planned_jobs, shape_sizes
 from annobench.projection.schedule import SimJob, simulate
-from conftest import REPO, demo_sections, run_snakemake
+from helpers import REPO, demo_sections, run_snakemake
 
 
 def diamond() -> list[SimJob]:

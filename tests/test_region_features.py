@@ -18,7 +18,7 @@ from annobench.regions.features import (
 )
 from annobench.regions.importers import import_segmentations, split_imported
 from annobench.regions.importers.msrc_v2 import MSRC_V2_CLASSES
-from conftest import REAL, SHARED, require_shared
+from helpers import REAL, SHARED, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 REFERENCE = SHARED / "reference" / "region_features" / "msrc_v2_carbonetto27.tsv"

@@ -9,7 +9,7 @@ import pytest
 from annobench.cli import main
 from annobench.regions.features import FEATURE_NAMES
 from annobench.regions.stage import OntologyError, label_path, read_ontology
-from conftest import REAL, REPO, SHARED, require_shared
+from helpers import REAL, REPO, SHARED, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 

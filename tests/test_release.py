@@ -21,7 +21,7 @@ from annobench.release.assemble import (
 )
 import annobench.release.audit as audit_module
 from annobench.release.audit import audit, audit_build, main_audit, read_jobs, read_manifest
-from conftest import demo_build_in, run_snakemake
+from helpers import demo_build_in, run_snakemake
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import pytest
 
 from annobench.images.decode import DecodeLimits, decode_image
 from annobench.images.resize import encode, read_stored, resize_area, target_size
-from conftest import bsds_photos
+from helpers import bsds_photos
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from annobench.benchmark.runs.concepts import read_concept_lists, read_concepts,
 from annobench.benchmark.runs.files import read_run, write_run
 from annobench.benchmark.runs.model import Run
 from annobench.core.tables import read_metadata
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 REAL_RUNS = REAL / "runs" / "imageclef2014_devel"
 RUN_NAMES = ["baseline_random_devel.res", "baseline_occurrence_devel_sift.res"]

@@ -26,7 +26,7 @@ from annobench.regions.segmentation import (
     rejects_table,
     write_label_map,
 )
-from conftest import REAL, REAL_IMAGES, REPO, require_shared
+from helpers import REAL, REAL_IMAGES, REPO, require_shared
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 BSDS = REAL / "segmentations" / "bsds500"

@@ -20,7 +20,7 @@ from annobench.benchmark.selection.files import (
 )
 from annobench.benchmark.selection.measure import ImageScores, human_scores, image_scores, run_scores, summarise
 from annobench.benchmark.selection.model import Box, ImageTruth, SelectionError, SelectionTruth
-from conftest import REAL, REPO, require_shared
+from helpers import REAL, REPO, require_shared
 
 FLICKR = REAL / "content_selection" / "flickr30k_entities" / "annotation_test_half.json"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, demo_sections, run_snakemake, tree_bytes
+from helpers import REPO, demo_sections, run_snakemake, tree_bytes
 
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
 PROFILE = REPO / "config" / "profiles" / "slurm"

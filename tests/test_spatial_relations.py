@@ -17,7 +17,7 @@ from annobench.regions.relations import (
     spatial_relations,
     stacked_relations_table,
 )
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 
 def relation_of(relations, i: int, j: int) -> dict[str, str]:

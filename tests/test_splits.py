@@ -10,7 +10,7 @@ from annobench.benchmark.splits import SplitError, assign_splits, split_ids, spl
 from annobench.core.tables import write_table
 from annobench.regions.importers import import_segmentations
 from annobench.regions.segmentation import Segmentation
-from conftest import REAL, bsds_photos, require_shared
+from helpers import REAL, bsds_photos, require_shared
 
 FRACTIONS = {"train": 0.6, "dev": 0.1, "test": 0.3}
 

@@ -15,7 +15,7 @@ from annobench.sources.pages import PageLimits, PageRejected, read_page
 from annobench.text.features import TextParams, scofeat_line
 from annobench.text.page_map import derive_mapping
 from annobench.text.stage import MappingRow, extract_text
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 PAGES = REAL / "pages"
 PARAMS = TextParams()

@@ -22,7 +22,7 @@ from annobench.sources.listing import ImageSource
 from annobench.sources.pages import PageLimits
 from annobench.sources.warc_index import IndexSettings, build_index
 from annobench.text.page_map import derive_mapping, write_mapping
-from conftest import REAL, REPO, require_shared, run_snakemake
+from helpers import REAL, REPO, require_shared, run_snakemake
 
 PAGES = REAL / "pages"
 COLLECTIONS = ["dataset_popular", "kiwix_wikipedia"]

@@ -21,7 +21,7 @@ import yaml
 
 from annobench.images.resize import read_stored
 from annobench.visual.dsift import KINDS
-from conftest import (
+from helpers import (
     REAL,
     REAL_IMAGES,
     REPO,

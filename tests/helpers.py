@@ -1,0 +1,178 @@
+"""What the tests share that is not a fixture: paths, readers of the real data, the builds.
+
+conftest.py keeps the fixtures and hooks.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+REAL = SHARED / "data" / "real"
+REAL_IMAGES = REAL / "images"
+
+
+def require_shared(path: Path = REAL) -> Path:
+    if not path.exists():
+        pytest.skip(f"needs the real test data at {path} (../shared is not present in this checkout's parent)")
+    return path
+
+
+def bsds_photos(n: int | None = None) -> list[Path]:
+    photos = sorted(require_shared(REAL_IMAGES / "bsds500" / "train").glob("*.jpg"))
+    return photos[:n] if n else photos
+
+
+SCENE = REAL / "multilabel" / "scene"
+SCENE_FEATURES = 294
+
+
+@dataclass(frozen=True)
+class SceneData:
+    """The Mulan scene set: 294 colour/texture features and 6 labels per photo, train and test."""
+
+    labels: list[str]
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+@functools.lru_cache(maxsize=None)
+def read_scene() -> SceneData:
+    root = require_shared(SCENE)
+    labels = [label.get("name") for label in ElementTree.parse(root / "scene.xml").getroot()]
+    parts = []
+    for name in ("scene-train.arff", "scene-test.arff"):
+        text = (root / name).read_text(encoding="utf-8")
+        values = np.array([line.split(",") for line in text.split("@data", 1)[1].split()], dtype=np.float64)
+        assert values.shape[1] == SCENE_FEATURES + len(labels)
+        parts += [values[:, :SCENE_FEATURES].astype(np.float32), values[:, SCENE_FEATURES:] == 1]
+    return SceneData(labels, *parts)
+
+
+def demo_sections(demo: Path) -> dict:
+    """The config sections that point a build at the demo's files in `demo` (absolute paths),
+    with the demo's own settings (demo/config.yaml)."""
+    import yaml
+
+    settings = yaml.safe_load((REPO / "demo" / "config.yaml").read_text(encoding="utf-8"))
+    benchmark = settings["benchmark"]
+    benchmark["vocabulary"] = str(demo / Path(benchmark["vocabulary"]).relative_to("demo"))
+    benchmark["ground_truth"]["path"] = str(demo / Path(benchmark["ground_truth"]["path"]).relative_to("demo"))
+    return {
+        "input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
+                  "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
+        "benchmark": benchmark,
+    }
+
+
+def run_snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None,
+                  timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run our Snakefile with `workdir` as working directory (its .snakemake lives there).
+
+    Snakemake writes its report to stderr; it is merged into `stdout` here.
+    """
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-6000:]}")
+    return result
+
+
+def write_image_list(path: Path, images: dict[str, Path]) -> Path:
+    lines = ["image_id,path"] + [f"{image_id},{p}" for image_id, p in images.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def tree_bytes(root: Path, exclude: tuple[str, ...] = ("logs", "provenance", "release")) -> dict[str, bytes]:
+    """Every file under root (relative path -> bytes), leaving out the given top-level folders.
+
+    Logs and job records hold times; the release's data files are links to the
+    build's and its manifest is compared, times aside, in test_release.py.
+    """
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] not in exclude
+    }
+
+
+MSRC = REAL / "segmentations" / "msrc_v2"
+KIWIX = REAL / "pages" / "kiwix_wikipedia"
+MSRC_FEATURES = ["colorhist", "getlf", "gist", "bow_sift"]
+
+
+def caption_settings() -> dict:
+    """benchmark.captions of the shared builds: the harvested page captions as references where
+    Java runs the Meteor jar (tests of the caption outputs skip, saying why, elsewhere)."""
+    return {"references": "harvested"} if java_available() else {}
+
+
+def java_available() -> bool:
+    import shutil
+
+    return shutil.which("java") is not None
+
+
+def demo_build_in(workdir: Path, cores: int = 2, edit=None) -> Path:
+    """The demo, from a copy of its files (so tests may edit raw inputs), built into workdir/out;
+    `edit(config)` may change the config first."""
+    import shutil
+
+    import yaml
+
+    demo = workdir / "demo"
+    shutil.copytree(REPO / "demo", demo)
+    config = {"output": "out", **demo_sections(demo), "features": {"bow": {"words": 50, "iterations": 10}}}
+    config["benchmark"]["captions"] = caption_settings()
+    if edit:
+        edit(config)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(workdir, "--cores", str(cores), "--configfile", str(workdir / "config.yaml"))
+    return workdir / "out"
+
+
+def msrc_kiwix_config(workdir: Path) -> Path:
+    """Config of a real build: the MSRC-v2 photos with their segmentations, image k on the k-th
+    (page, img src) pair of the kiwix Wikipedia pages, the image labels as benchmark ground truth."""
+    import yaml
+
+    from annobench.text.page_map import derive_mapping
+
+    require_shared(MSRC)
+    require_shared(KIWIX)
+    pairs = derive_mapping(KIWIX).mapping
+    photos = sorted(p.stem for p in (MSRC / "Images").iterdir() if p.is_file())
+    lines = ["image_id,page_id,img_src"]
+    for k, image_id in enumerate(photos):
+        _, page, src = pairs[k % len(pairs)]
+        lines.append(f'{image_id},{page},"{src}"')
+    (workdir / "page_map.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = {
+        "output": "out",
+        "input": {"images": str(MSRC / "Images"), "pages": str(KIWIX), "page_map": str(workdir / "page_map.csv"),
+                  "segmentations": str(MSRC)},
+        "segmentations": {"kind": "msrc"},
+        "features": {"bow": {"kinds": ["sift"], "words": 50, "iterations": 10}},
+        "benchmark": {"vocabulary": "", "ground_truth": {"source": "regions", "path": ""},
+                      "features": MSRC_FEATURES, "region_split": {"subset_sizes": [5, 10]},
+                      "captions": caption_settings(), "illustration": {"enabled": True}},
+        "release": {"name": "msrc-v2-kiwix", "title": "MSRC-v2 photos on kiwix Wikipedia pages",
+                    "description": "The MSRC-v2 photos with their segmentations, each on a real web page.",
+                    "license": "other", "creators": ["annobench tests"]},
+    }
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
