@@ -6,8 +6,50 @@ from pathlib import Path
 
 import pytest
 
-from helpers import KIWIX, MSRC, REAL_IMAGES, demo_build_in, msrc_kiwix_config, require_shared, run_snakemake
+from helpers import (
+    KIWIX,
+    MSRC,
+    REAL_IMAGES,
+    TIER_GUARD,
+    demo_build_in,
+    msrc_kiwix_config,
+    require_shared,
+    run_snakemake,
+)
+from tiers import mark_items, tier_marks
 
+pytest_plugins = ("pytester",)
+
+
+# ---------------------------------------------------------------- tiers
+
+def pytest_collection_modifyitems(config, items):
+    """Every test gets its tier marks (workflow, real_data, fuzz, or else fast) from the code it runs."""
+    mark_items(items)
+
+
+def _guarded(item):
+    TIER_GUARD.marks, TIER_GUARD.test, TIER_GUARD.missed = tier_marks(item), item.nodeid, []
+    try:
+        result = yield
+    finally:
+        missed, TIER_GUARD.marks = TIER_GUARD.missed, None
+    if missed:
+        pytest.fail("\n".join(dict.fromkeys(missed)), pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _guarded(item))
+
+
+# ---------------------------------------------------------------- data and builds
 
 @pytest.fixture
 def real_images() -> Path:

@@ -1,11 +1,15 @@
 """What the tests share that is not a fixture: paths, readers of the real data, the builds.
 
-conftest.py keeps the fixtures and hooks.
+conftest.py keeps the fixtures and hooks; tests/tiers.py finds each test's tier from the
+code it runs, looking for the gateways here (run_snakemake, require_shared, the paths under
+../shared). The tier guard below fails a test that reaches a gateway its tier does not have.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,9 +23,52 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 REAL = SHARED / "data" / "real"
 REAL_IMAGES = REAL / "images"
+SCENE = REAL / "multilabel" / "scene"
+SCENE_FEATURES = 294
+MSRC = REAL / "segmentations" / "msrc_v2"
+KIWIX = REAL / "pages" / "kiwix_wikipedia"
+MSRC_FEATURES = ["colorhist", "getlf", "gist", "bow_sift"]
 
+
+# ---------------------------------------------------------------- the tier guard
+
+class TierGuard:
+    """The tier marks of the test now in setup or call (None outside a test). A gateway reached
+    by a test whose marks lack its tier means tests/tiers.py missed it: the test fails, saying so."""
+
+    def __init__(self) -> None:
+        self.marks: set[str] | None = None
+        self.test = ""
+        self.missed: list[str] = []
+        self.shared = tuple({str(SHARED), os.path.realpath(SHARED)})
+
+    def check(self, tier: str, what: str) -> None:
+        if self.marks is not None and tier not in self.marks:
+            message = (f"{self.test} {what} but is not marked {tier!r}: the tier hook (tests/tiers.py) "
+                       f"missed it; make the gateway visible to it")
+            self.missed.append(message)
+            pytest.fail(message, pytrace=False)
+
+    def audit(self, event: str, args: tuple) -> None:
+        """sys.addaudithook: a file or folder under ../shared opened by a test not marked real_data."""
+        if self.marks is None or "real_data" in self.marks or event not in ("open", "os.listdir", "os.scandir"):
+            return
+        path = args[0] if args else None
+        if isinstance(path, (str, bytes, os.PathLike)):
+            name = os.fsdecode(path)
+            if os.path.abspath(name).startswith(self.shared):
+                self.missed.append(f"{self.test} reads {name} but is not marked 'real_data': the tier hook "
+                                   f"(tests/tiers.py) missed it")
+
+
+TIER_GUARD = TierGuard()
+sys.addaudithook(TIER_GUARD.audit)
+
+
+# ---------------------------------------------------------------- the real data
 
 def require_shared(path: Path = REAL) -> Path:
+    TIER_GUARD.check("real_data", f"reads {path}")
     if not path.exists():
         pytest.skip(f"needs the real test data at {path} (../shared is not present in this checkout's parent)")
     return path
@@ -30,10 +77,6 @@ def require_shared(path: Path = REAL) -> Path:
 def bsds_photos(n: int | None = None) -> list[Path]:
     photos = sorted(require_shared(REAL_IMAGES / "bsds500" / "train").glob("*.jpg"))
     return photos[:n] if n else photos
-
-
-SCENE = REAL / "multilabel" / "scene"
-SCENE_FEATURES = 294
 
 
 @dataclass(frozen=True)
@@ -48,7 +91,7 @@ class SceneData:
 
 
 @functools.lru_cache(maxsize=None)
-def read_scene() -> SceneData:
+def _scene() -> SceneData:
     root = require_shared(SCENE)
     labels = [label.get("name") for label in ElementTree.parse(root / "scene.xml").getroot()]
     parts = []
@@ -60,34 +103,9 @@ def read_scene() -> SceneData:
     return SceneData(labels, *parts)
 
 
-def demo_sections(demo: Path) -> dict:
-    """The config sections that point a build at the demo's files in `demo` (absolute paths),
-    with the demo's own settings (demo/config.yaml)."""
-    import yaml
-
-    settings = yaml.safe_load((REPO / "demo" / "config.yaml").read_text(encoding="utf-8"))
-    benchmark = settings["benchmark"]
-    benchmark["vocabulary"] = str(demo / Path(benchmark["vocabulary"]).relative_to("demo"))
-    benchmark["ground_truth"]["path"] = str(demo / Path(benchmark["ground_truth"]["path"]).relative_to("demo"))
-    return {
-        "input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
-                  "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
-        "benchmark": benchmark,
-    }
-
-
-def run_snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None,
-                  timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Run our Snakefile with `workdir` as working directory (its .snakemake lives there).
-
-    Snakemake writes its report to stderr; it is merged into `stdout` here.
-    """
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            timeout=timeout)
-    if check and result.returncode != 0:
-        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-6000:]}")
-    return result
+def read_scene() -> SceneData:
+    require_shared(SCENE)  # the guard, on every call: the cache would hide later ones
+    return _scene()
 
 
 def write_image_list(path: Path, images: dict[str, Path]) -> Path:
@@ -109,9 +127,37 @@ def tree_bytes(root: Path, exclude: tuple[str, ...] = ("logs", "provenance", "re
     }
 
 
-MSRC = REAL / "segmentations" / "msrc_v2"
-KIWIX = REAL / "pages" / "kiwix_wikipedia"
-MSRC_FEATURES = ["colorhist", "getlf", "gist", "bow_sift"]
+# ---------------------------------------------------------------- builds
+
+def run_snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None,
+                  timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run our Snakefile with `workdir` as working directory (its .snakemake lives there).
+
+    Snakemake writes its report to stderr; it is merged into `stdout` here.
+    """
+    TIER_GUARD.check("workflow", "runs Snakemake")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-6000:]}")
+    return result
+
+
+def demo_sections(demo: Path) -> dict:
+    """The config sections that point a build at the demo's files in `demo` (relative to the
+    build's working directory, or absolute), with the demo's own settings (demo/config.yaml)."""
+    import yaml
+
+    settings = yaml.safe_load((REPO / "demo" / "config.yaml").read_text(encoding="utf-8"))
+    benchmark = settings["benchmark"]
+    benchmark["vocabulary"] = str(demo / Path(benchmark["vocabulary"]).relative_to("demo"))
+    benchmark["ground_truth"]["path"] = str(demo / Path(benchmark["ground_truth"]["path"]).relative_to("demo"))
+    return {
+        "input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
+                  "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
+        "benchmark": benchmark,
+    }
 
 
 def caption_settings() -> dict:
@@ -121,8 +167,6 @@ def caption_settings() -> dict:
 
 
 def java_available() -> bool:
-    import shutil
-
     return shutil.which("java") is not None
 
 

@@ -14,7 +14,6 @@ import yaml
 
 from helpers import REAL, run_snakemake, tree_bytes
 
-pytestmark = pytest.mark.slow
 
 MSRC = REAL / "segmentations" / "msrc_v2"
 FEATURES = ["colorhist", "getlf", "gist", "bow_sift"]

@@ -18,7 +18,6 @@ import yaml
 
 from helpers import MSRC, REAL, require_shared, run_snakemake, tree_bytes
 
-pytestmark = pytest.mark.slow
 
 VOC = REAL / "boxes" / "voc_toyexample"
 FEATURES = ["colorhist", "gist"]

@@ -18,7 +18,6 @@ from annobench.release.browser.writer import build_browser
 from helpers import REPO, demo_sections, run_snakemake
 from test_workflow import planned_jobs
 
-pytestmark = pytest.mark.slow
 
 SETTINGS = {"images_per_page": 7, "top_terms": 20, "title": "test release"}
 

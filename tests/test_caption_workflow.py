@@ -18,7 +18,6 @@ import pytest
 from annobench.benchmark.illustration.queries import query_id
 from helpers import demo_build_in, java_available, run_snakemake, tree_bytes
 
-pytestmark = pytest.mark.slow
 
 CAPTION_OUTPUTS = ("tables/captions", "tables/caption_scores", "tables/caption_leaderboard")
 ILLUSTRATION_OUTPUTS = ("tables/queries", "tables/query_rejects", "tables/illustration_leaderboard",

@@ -302,7 +302,6 @@ def release_tables(demo_build) -> dict[str, list[str]]:
     return tables
 
 
-@pytest.mark.slow
 def test_every_table_and_column_is_documented(release_tables):
     docs = documented_columns(page("tables.md"))
     measures = leaderboard_measure_columns()
@@ -336,7 +335,6 @@ def placeholder_pattern(documented: str) -> re.Pattern:
                               for part in parts))
 
 
-@pytest.mark.slow
 def test_every_other_parquet_file_is_documented(demo_build):
     docs = {name: columns for name, columns in documented_columns(page("artefacts.md")).items()
             if name.endswith(".parquet")}
@@ -363,7 +361,6 @@ def test_every_other_parquet_file_is_documented(demo_build):
     assert not problems, "docs/artefacts.md and the build disagree:\n  " + "\n  ".join(problems)
 
 
-@pytest.mark.slow
 def test_every_measure_is_documented(demo_build):
     keys = set(named(page("measures.md"), "key"))
     found = set()

@@ -143,7 +143,6 @@ def blocks_config(workdir: Path, test_block_images: int, training_block_images: 
     return path
 
 
-@pytest.mark.slow
 def test_a_larger_build_plans_several_search_jobs_per_feature(tmp_path):
     blocked = planned_jobs(tmp_path, blocks_config(tmp_path, 4, 2))
     features = blocked["benchmark_neighbours"]
@@ -153,7 +152,6 @@ def test_a_larger_build_plans_several_search_jobs_per_feature(tmp_path):
     assert "benchmark_neighbour_block" not in whole and whole["benchmark_neighbours"] == features
 
 
-@pytest.mark.slow
 def test_neighbours_in_blocks_are_the_bytes_of_one_search(tmp_path):
     """The demo's neighbours rebuilt in blocks: the same bytes as built in one job per feature."""
     config = blocks_config(tmp_path, 10**5, 2 * 10**5)

@@ -163,7 +163,6 @@ def assert_loaded_equals_parquet(hf_offline, loaded, files) -> None:
 # ---------------------------------------------------------------- Croissant on the builds
 
 
-@pytest.mark.slow
 def test_croissant_validates_and_reads_every_record_set(published):
     release, config = published
     document = json.loads((release / "croissant.json").read_text(encoding="utf-8"))
@@ -182,7 +181,6 @@ def test_croissant_validates_and_reads_every_record_set(published):
         assert_records_equal_parquet(dataset, record_set, paths)
 
 
-@pytest.mark.slow
 def test_croissant_reads_the_stored_images(published):
     release, _ = published
     dataset = loaded_croissant(release / "croissant.json")
@@ -196,7 +194,6 @@ def test_croissant_reads_the_stored_images(published):
         assert record["resized_images/image"].size == (row["resized_width"], row["resized_height"])
 
 
-@pytest.mark.slow
 def test_croissant_describes_vectors_with_their_length(published):
     release, _ = published
     document = json.loads((release / "croissant.json").read_text(encoding="utf-8"))
@@ -209,7 +206,6 @@ def test_croissant_describes_vectors_with_their_length(published):
     assert sha256["artefacts/getlf_projection.parquet"]
 
 
-@pytest.mark.slow
 def test_published_files_are_deterministic(published, tmp_path):
     release, config = published
     other = linked_copy(release, tmp_path / "elsewhere" / "release")
@@ -222,7 +218,6 @@ def test_published_files_are_deterministic(published, tmp_path):
 # ---------------------------------------------------------------- dataset card on the builds
 
 
-@pytest.mark.slow
 def test_card_front_matter_lists_every_table(published):
     release, config = published
     front = front_matter((release / "README.md").read_text(encoding="utf-8"))
@@ -235,7 +230,6 @@ def test_card_front_matter_lists_every_table(published):
     assert [entry["config_name"] for entry in front["configs"] if entry.get("default")] == ["images"]
 
 
-@pytest.mark.slow
 def test_card_loads_every_table_with_datasets(published, hf_offline):
     release, _ = published
     for table in release_tables(release):

@@ -23,8 +23,6 @@ import annobench.release.audit as audit_module
 from annobench.release.audit import audit, audit_build, main_audit, read_jobs, read_manifest
 from helpers import demo_build_in, run_snakemake
 
-pytestmark = pytest.mark.slow
-
 
 def build_demo(workdir: Path) -> Path:
     """The demo, from a copy of its files (so tests may edit raw inputs), released into workdir/out."""

@@ -33,8 +33,6 @@ from helpers import (
     write_image_list,
 )
 
-pytestmark = pytest.mark.slow
-
 
 # Codebooks of 50 words keep the builds of these tests to seconds.
 SMALL_CODEBOOKS = {"bow": {"words": 50, "iterations": 10}}
