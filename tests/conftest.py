@@ -1,20 +1,30 @@
-"""Fixtures and hooks only; what the tests share besides is in helpers.py."""
+"""Fixtures and hooks only; what the tests share besides is in helpers.py.
+
+The builds below are made once per test run (helpers.shared_build: once across xdist workers
+too). A test that needs a variant copies one (helpers.copy_build) and changes one thing, so that
+Snakemake reruns only what that changes.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers import (
     KIWIX,
     MSRC,
     REAL_IMAGES,
+    REPO,
     TIER_GUARD,
     demo_build_in,
+    demo_sections,
+    java_available,
     msrc_kiwix_config,
     require_shared,
     run_snakemake,
+    shared_build,
 )
 from tiers import mark_items, tier_marks
 
@@ -57,16 +67,72 @@ def real_images() -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_build(tmp_path_factory) -> Path:
-    """Output folder of a demo build (with its release), shared by the tests that only read it."""
-    return demo_build_in(tmp_path_factory.mktemp("demo_build"))
+def demo_workdir(tmp_path_factory) -> Path:
+    """Working directory of the demo build (config.yaml, the demo's files in demo/, out/), with its
+    release: shared by the tests that only read it, copied by those that change it."""
+    return shared_build(tmp_path_factory, "demo_build", demo_build_in)
 
 
 @pytest.fixture(scope="session")
-def msrc_build(tmp_path_factory) -> Path:
-    """Output folder of the real MSRC-v2 + kiwix build with its benchmark and release."""
+def demo_build(demo_workdir) -> Path:
+    """Output folder of the demo build."""
+    return demo_workdir / "out"
+
+
+@pytest.fixture(scope="session")
+def demo_workdir_elsewhere(tmp_path_factory) -> Path:
+    """The demo built again, in another folder and on one core: the same config as demo_build, so
+    its bytes and its manifest must be demo_build's."""
+    return shared_build(tmp_path_factory, "demo_workdir_elsewhere", lambda workdir: demo_build_in(workdir, cores=1))
+
+
+@pytest.fixture(scope="session")
+def demo_workdir_per_run(tmp_path_factory) -> Path:
+    """The demo with a job per run, per feature's search and per codebook kind, as a build of more
+    than sharding.merge_below_images images has: the merged jobs must write the same bytes."""
+    def per_run(config):
+        config["sharding"] = {"merge_below_images": 0}
+
+    return shared_build(tmp_path_factory, "demo_per_run", lambda workdir: demo_build_in(workdir, edit=per_run))
+
+
+@pytest.fixture(scope="session")
+def demo_workdir_in_shards(tmp_path_factory) -> Path:
+    """Working directory of the demo in two shards with a job per run and per feature's search
+    (sharding.merge_below_images 0) and a Meteor block per shard: the layout of a large build."""
+    def two_shards(config):
+        config["sharding"] = {"num_shards": 2, "merge_below_images": 0}
+        if java_available():  # else the build has no caption benchmark
+            config["benchmark"]["captions"]["block_images"] = 1
+
+    return shared_build(tmp_path_factory, "demo_workdir_in_shards", lambda workdir: demo_build_in(workdir, edit=two_shards))
+
+
+@pytest.fixture(scope="session")
+def demo_default_workdir(tmp_path_factory) -> Path:
+    """Working directory of the demo built with the default codebooks (1,000 words) and no caption
+    benchmark, its files read where they are (demo/): the build test_slurm sends through SLURM."""
+    def build(workdir: Path) -> None:
+        config = {"output": "out", "features": {}, **demo_sections(REPO / "demo")}
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+        run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
+
+    return shared_build(tmp_path_factory, "demo_default", build)
+
+
+@pytest.fixture(scope="session")
+def msrc_workdir(tmp_path_factory) -> Path:
+    """Working directory of the real MSRC-v2 + kiwix build with its benchmark and release."""
     if not MSRC.is_dir() or not KIWIX.is_dir():
         pytest.skip(f"needs the real MSRC-v2 photos at {MSRC} and the kiwix pages at {KIWIX} (../shared is absent)")
-    workdir = tmp_path_factory.mktemp("msrc_build")
-    run_snakemake(workdir, "--cores", "2", "--configfile", str(msrc_kiwix_config(workdir)))
-    return workdir / "out"
+
+    def build(workdir: Path) -> None:
+        run_snakemake(workdir, "--cores", "2", "--configfile", str(msrc_kiwix_config(workdir)))
+
+    return shared_build(tmp_path_factory, "msrc_build", build)
+
+
+@pytest.fixture(scope="session")
+def msrc_build(msrc_workdir) -> Path:
+    """Output folder of the real MSRC-v2 + kiwix build."""
+    return msrc_workdir / "out"

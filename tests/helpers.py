@@ -170,27 +170,33 @@ def java_available() -> bool:
     return shutil.which("java") is not None
 
 
-def demo_build_in(workdir: Path, cores: int = 2, edit=None) -> Path:
-    """The demo, from a copy of its files (so tests may edit raw inputs), built into workdir/out;
-    `edit(config)` may change the config first."""
-    import shutil
-
+def demo_config(workdir: Path, edit=None) -> Path:
+    """workdir/config.yaml of the shared demo build, the demo's files copied to workdir/demo and
+    named relative to workdir (so the finished build folder can be copied and built on); `edit(config)`
+    may change the config first."""
     import yaml
 
-    demo = workdir / "demo"
-    shutil.copytree(REPO / "demo", demo)
-    config = {"output": "out", **demo_sections(demo), "features": {"bow": {"words": 50, "iterations": 10}}}
+    if not (workdir / "demo").exists():
+        shutil.copytree(REPO / "demo", workdir / "demo")
+    config = {"output": "out", **demo_sections(Path("demo")), "features": {"bow": {"words": 50, "iterations": 10}}}
     config["benchmark"]["captions"] = caption_settings()
     if edit:
         edit(config)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    run_snakemake(workdir, "--cores", str(cores), "--configfile", str(workdir / "config.yaml"))
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def demo_build_in(workdir: Path, cores: int = 2, edit=None) -> Path:
+    """The demo, from a copy of its files (so tests may edit raw inputs), built into workdir/out."""
+    run_snakemake(workdir, "--cores", str(cores), "--configfile", str(demo_config(workdir, edit)))
     return workdir / "out"
 
 
 def msrc_kiwix_config(workdir: Path) -> Path:
     """Config of a real build: the MSRC-v2 photos with their segmentations, image k on the k-th
-    (page, img src) pair of the kiwix Wikipedia pages, the image labels as benchmark ground truth."""
+    (page, img src) pair of the kiwix Wikipedia pages, the image labels as benchmark ground truth.
+    The page map is named relative to workdir, so the build folder can be copied."""
     import yaml
 
     from annobench.text.page_map import derive_mapping
@@ -206,7 +212,7 @@ def msrc_kiwix_config(workdir: Path) -> Path:
     (workdir / "page_map.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     config = {
         "output": "out",
-        "input": {"images": str(MSRC / "Images"), "pages": str(KIWIX), "page_map": str(workdir / "page_map.csv"),
+        "input": {"images": str(MSRC / "Images"), "pages": str(KIWIX), "page_map": "page_map.csv",
                   "segmentations": str(MSRC)},
         "segmentations": {"kind": "msrc"},
         "features": {"bow": {"kinds": ["sift"], "words": 50, "iterations": 10}},
@@ -220,3 +226,39 @@ def msrc_kiwix_config(workdir: Path) -> Path:
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
+
+
+def shared_build(tmp_path_factory, name: str, make) -> Path:
+    """`make(workdir)` run once per test run, whatever the number of xdist workers: the first
+    worker to ask builds under a file lock in the run's shared temporary folder, the others wait
+    and use its folder. A failed build fails every test that asks for it, without building again."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder, above each worker's own
+    workdir, done, failed = base / name, base / f"{name}.done", base / f"{name}.failed"
+    with FileLock(str(base / f"{name}.lock")):
+        if failed.exists():
+            raise AssertionError(f"the shared build {name} failed in another test:\n{failed.read_text()}")
+        if not done.exists():
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir()
+            try:
+                make(workdir)
+            except pytest.skip.Exception:
+                raise  # missing data: every test that asks skips, saying why
+            except BaseException as error:
+                failed.write_text(f"{type(error).__name__}: {error}"[-8000:])
+                raise
+            done.touch()
+    return workdir
+
+
+def copy_build(workdir: Path, target: Path, config: str = "config.yaml") -> Path:
+    """A copy of a finished build's working directory (times kept, so Snakemake sees it as
+    built), checked to need nothing before a test changes one thing in it."""
+    shutil.copytree(workdir, target, symlinks=True, dirs_exist_ok=True)
+    dry = run_snakemake(target, "-n", "--configfile", str(target / config))
+    assert "Nothing to be done" in dry.stdout, dry.stdout[-3000:]
+    return target

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers import REAL, run_snakemake, tree_bytes
+from helpers import REAL, copy_build, run_snakemake, shared_build, tree_bytes
 
 
 MSRC = REAL / "segmentations" / "msrc_v2"
@@ -24,11 +24,16 @@ BENCHMARK_OUTPUTS = ("runs", "evaluations", "reports/leaderboard.md", "reports/l
                      "exports/imageclef2012")
 
 
-@pytest.fixture(scope="module")
-def msrc_build(tmp_path_factory) -> Path:
+@pytest.fixture(scope="session")
+def msrc_benchmark_build(tmp_path_factory) -> Path:
+    """Working directory of the MSRC-v2 photos built without pages: the benchmark alone (no text
+    features, so no co-occurrence baselines, captions or illustration)."""
     if not MSRC.is_dir():
         pytest.skip(f"needs the real MSRC-v2 photos and segmentations at {MSRC} (../shared is absent)")
-    workdir = tmp_path_factory.mktemp("msrc_benchmark")
+    return shared_build(tmp_path_factory, "msrc_benchmark", write_and_build)
+
+
+def write_and_build(workdir: Path) -> None:
     config = {
         "output": "out",
         "input": {"images": str(MSRC / "Images"), "page_map": "", "segmentations": str(MSRC)},
@@ -39,11 +44,10 @@ def msrc_build(tmp_path_factory) -> Path:
     }
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
-    return workdir
 
 
-def test_msrc_benchmark_splits_runs_and_evaluations(msrc_build):
-    out = msrc_build / "out"
+def test_msrc_benchmark_splits_runs_and_evaluations(msrc_benchmark_build):
+    out = msrc_benchmark_build / "out"
     truth = pd.read_parquet(out / "tables" / "ground_truth")
     regions = pd.read_parquet(out / "tables" / "regions")
     expected = regions.dropna(subset=["label"]).groupby("image_id")["label"].apply(frozenset).to_dict()
@@ -86,8 +90,10 @@ def test_msrc_benchmark_splits_runs_and_evaluations(msrc_build):
             "tables/splits/all.parquet", "tables/leaderboard/all.parquet"} <= released
 
 
-def test_benchmark_outputs_are_the_same_bytes_on_one_core(msrc_build, tmp_path):
-    """Rebuilt from the same features with --cores 1, every benchmark output is byte-identical."""
+def test_benchmark_outputs_are_the_same_bytes_on_one_core(msrc_benchmark_build, tmp_path):
+    """Rebuilt from the same features with --cores 1, every benchmark output is byte-identical
+    (in a copy of the build: other tests read it meanwhile)."""
+    msrc_build = copy_build(msrc_benchmark_build, tmp_path / "copy")
     out = msrc_build / "out"
     before = {k: v for k, v in tree_bytes(out).items() if k.startswith(BENCHMARK_OUTPUTS)}
     assert len(before) > 40

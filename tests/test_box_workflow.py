@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers import MSRC, REAL, require_shared, run_snakemake, tree_bytes
+from helpers import MSRC, REAL, require_shared, run_snakemake, shared_build, tree_bytes
 
 
 VOC = REAL / "boxes" / "voc_toyexample"
@@ -82,22 +82,32 @@ def msrc_config(workdir: Path) -> Path:
     return path
 
 
-def build(workdir: Path, make_config, cores: int) -> Path:
-    workdir.mkdir(parents=True, exist_ok=True)
-    run_snakemake(workdir, "--cores", str(cores), "--configfile", str(make_config(workdir)))
-    return workdir / "out"
+def build(make_config, cores: int):
+    """What shared_build runs: the config `make_config` writes, built on `cores` cores."""
+    def make(workdir: Path) -> None:
+        run_snakemake(workdir, "--cores", str(cores), "--configfile", str(make_config(workdir)))
+
+    return make
 
 
-@pytest.fixture(scope="module")
-def voc_builds(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("voc_boxes")
-    return build(root / "cores2", voc_config, 2), build(root / "cores1", voc_config, 1)
+@pytest.fixture(scope="session")
+def voc_build(tmp_path_factory) -> Path:
+    return shared_build(tmp_path_factory, "voc_boxes", build(voc_config, 2)) / "out"
 
 
-@pytest.fixture(scope="module")
-def msrc_builds(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("msrc_boxes")
-    return build(root / "cores2", msrc_config, 2), build(root / "cores1", msrc_config, 1)
+@pytest.fixture(scope="session")
+def voc_build_one_core(tmp_path_factory) -> Path:
+    return shared_build(tmp_path_factory, "voc_boxes_one_core", build(voc_config, 1)) / "out"
+
+
+@pytest.fixture(scope="session")
+def msrc_boxes_build(tmp_path_factory) -> Path:
+    return shared_build(tmp_path_factory, "msrc_boxes", build(msrc_config, 2)) / "out"
+
+
+@pytest.fixture(scope="session")
+def msrc_boxes_build_one_core(tmp_path_factory) -> Path:
+    return shared_build(tmp_path_factory, "msrc_boxes_one_core", build(msrc_config, 1)) / "out"
 
 
 def check_box_runs(out: Path) -> dict[str, dict]:
@@ -132,8 +142,8 @@ def same_bytes(first: Path, second: Path) -> None:
     assert [k for k in before if before[k] != after[k]] == []
 
 
-def test_voc_toyexample_box_and_selection_baselines(voc_builds):
-    out = voc_builds[0]
+def test_voc_toyexample_box_and_selection_baselines(voc_build):
+    out = voc_build
     boxes = pd.read_parquet(out / "tables" / "boxes")
     assert len(boxes) == 12 and set(boxes["concept"]) == {"cat"}
     assert pd.read_parquet(out / "tables" / "box_rejects").empty
@@ -151,12 +161,12 @@ def test_voc_toyexample_box_and_selection_baselines(voc_builds):
     assert "## Content selection (ImageCLEF 2016 subtask 3)" in (out / "reports" / "leaderboard.md").read_text()
 
 
-def test_voc_toyexample_same_bytes_on_one_and_two_cores(voc_builds):
-    same_bytes(*voc_builds)
+def test_voc_toyexample_same_bytes_on_one_and_two_cores(voc_build, voc_build_one_core):
+    same_bytes(voc_build, voc_build_one_core)
 
 
-def test_msrc_boxes_from_segmentations(msrc_builds):
-    out = msrc_builds[0]
+def test_msrc_boxes_from_segmentations(msrc_boxes_build):
+    out = msrc_boxes_build
     boxes = pd.read_parquet(out / "tables" / "boxes")
     concepts = set(pd.read_parquet(out / "tables" / "concepts")["concept"])
     assert len(boxes) > MSRC_PHOTOS and set(boxes["concept"]) <= concepts
@@ -169,8 +179,8 @@ def test_msrc_boxes_from_segmentations(msrc_builds):
     check_box_runs(out)
 
 
-def test_msrc_same_bytes_on_one_and_two_cores(msrc_builds):
-    same_bytes(*msrc_builds)
+def test_msrc_same_bytes_on_one_and_two_cores(msrc_boxes_build, msrc_boxes_build_one_core):
+    same_bytes(msrc_boxes_build, msrc_boxes_build_one_core)
 
 
 def test_segmentation_boxes_need_segmentations(tmp_path):

@@ -22,7 +22,7 @@ from annobench.sources.listing import ImageSource
 from annobench.sources.pages import PageLimits
 from annobench.sources.warc_index import IndexSettings, build_index
 from annobench.text.page_map import derive_mapping, write_mapping
-from helpers import REAL, REPO, require_shared, run_snakemake
+from helpers import REAL, REPO, require_shared, run_snakemake, shared_build
 
 PAGES = REAL / "pages"
 COLLECTIONS = ["dataset_popular", "kiwix_wikipedia"]
@@ -32,14 +32,20 @@ HOST = "http://archive.test/"
 
 # --- a real crawl ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def real_crawl(tmp_path_factory) -> tuple[Path, str]:
     for collection in COLLECTIONS:
         require_shared(PAGES / collection)
     wget = wget_path()
     if wget is None:
         pytest.skip("needs GNU wget to make real WARC files (apt-get install wget, as root)")
-    return crawl(PAGES, html_pages(PAGES, COLLECTIONS), tmp_path_factory.mktemp("crawl"), wget=wget)
+
+    def make(workdir: Path) -> None:
+        archive, base = crawl(PAGES, html_pages(PAGES, COLLECTIONS), workdir, wget=wget)
+        (workdir / "crawl.json").write_text(json.dumps({"archive": str(archive), "base": base}))
+
+    made = json.loads((shared_build(tmp_path_factory, "crawl", make) / "crawl.json").read_text())
+    return Path(made["archive"]), made["base"]
 
 
 def write_config(workdir: Path, settings: dict) -> Path:
@@ -50,24 +56,28 @@ def write_config(workdir: Path, settings: dict) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def both_builds(real_crawl, tmp_path_factory) -> tuple[Path, Path]:
     """The Snakemake build from the archive alone, and the build of the same pages from their folder."""
     archive, _ = real_crawl
-    warc_dir = tmp_path_factory.mktemp("warc_build")
-    # Two shards: each job reads its own part of the catalogue (warc_index.shard_slice).
-    config = write_config(warc_dir, {"input": {"warc": str(archive), "segmentations": ""},
-                                     "sharding": {"num_shards": 2}})
-    run_snakemake(warc_dir, "--cores", "2", "--configfile", str(config))
-    folder_dir = tmp_path_factory.mktemp("folder_build")
-    derived = derive_mapping(PAGES)
-    derived.mapping = [row for row in derived.mapping if row[1].split("/")[0] in COLLECTIONS]
-    write_mapping(derived, folder_dir / "mapping.csv", folder_dir / "images.csv", PAGES)
-    config = write_config(folder_dir, {"input": {
-        "image_list": str(folder_dir / "images.csv"), "pages": str(PAGES), "page_map": str(folder_dir / "mapping.csv"),
-        "segmentations": ""}})
-    run_snakemake(folder_dir, "ingest_all", "text_all", "--cores", "2", "--configfile", str(config))
-    return warc_dir / "out", folder_dir / "out"
+
+    def warc_build(warc_dir: Path) -> None:
+        # Two shards: each job reads its own part of the catalogue (warc_index.shard_slice).
+        config = write_config(warc_dir, {"input": {"warc": str(archive), "segmentations": ""},
+                                         "sharding": {"num_shards": 2}})
+        run_snakemake(warc_dir, "--cores", "2", "--configfile", str(config))
+
+    def folder_build(folder_dir: Path) -> None:
+        derived = derive_mapping(PAGES)
+        derived.mapping = [row for row in derived.mapping if row[1].split("/")[0] in COLLECTIONS]
+        write_mapping(derived, folder_dir / "mapping.csv", folder_dir / "images.csv", PAGES)
+        config = write_config(folder_dir, {"input": {
+            "image_list": str(folder_dir / "images.csv"), "pages": str(PAGES),
+            "page_map": str(folder_dir / "mapping.csv"), "segmentations": ""}})
+        run_snakemake(folder_dir, "ingest_all", "text_all", "--cores", "2", "--configfile", str(config))
+
+    return (shared_build(tmp_path_factory, "warc_build", warc_build) / "out",
+            shared_build(tmp_path_factory, "folder_build", folder_build) / "out")
 
 
 def table(out: Path, name: str) -> list[dict]:
