@@ -15,7 +15,7 @@ import yaml
 from annobench.release.audit import audit, audit_build, read_manifest
 from annobench.release.browser.shards import build_browser_by_shard
 from annobench.release.browser.writer import build_browser
-from helpers import REPO, demo_sections, run_snakemake
+from helpers import REPO, demo_sections
 from test_workflow import planned_jobs
 
 
@@ -101,10 +101,8 @@ def test_a_one_shard_build_keeps_one_browse_job(tmp_path):
     assert jobs["browse"] == 1 and not {"browse_shard", "browse_prepare", "browse_norms"} & set(jobs)
 
 
-def test_a_build_of_two_shards_releases_the_one_job_browser(tmp_path):
-    config = write_demo_config(tmp_path, sharding={"num_shards": 2})
-    run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
-    out = tmp_path / "out"
+def test_a_build_of_two_shards_releases_the_one_job_browser(demo_workdir_in_shards, tmp_path):
+    out = demo_workdir_in_shards / "out"
     reference = tmp_path / "reference"
     reference.mkdir()
     (reference / "resized").symlink_to(out / "resized", target_is_directory=True)

@@ -7,7 +7,6 @@ evaluations, leaderboard, browser, card, Croissant, and the same bytes at --core
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import pandas as pd
 import pytest
 
 from annobench.benchmark.illustration.queries import query_id
-from helpers import demo_build_in, java_available, run_snakemake, tree_bytes
+from helpers import copy_build, java_available, run_snakemake, tree_bytes
 
 
 CAPTION_OUTPUTS = ("tables/captions", "tables/caption_scores", "tables/caption_leaderboard")
@@ -149,28 +148,19 @@ def test_release_card_croissant_and_browser_show_them(build):
         assert 'id="captions"' in page and "<h3>Caption runs</h3>" in page and "<h3>References</h3>" in page
 
 
-@pytest.fixture(scope="module")
-def demo_on_one_core(tmp_path_factory) -> Path:
-    return demo_build_in(tmp_path_factory.mktemp("caption_demo_one_core"), cores=1)
-
-
-def test_demo_is_the_same_bytes_on_one_core(demo_build, demo_on_one_core):
-    before, after = tree_bytes(demo_build), tree_bytes(demo_on_one_core)
+def test_demo_is_the_same_bytes_on_one_core(demo_build, demo_workdir_elsewhere):
+    """demo_workdir_elsewhere: the same config, built in another folder on one core."""
+    before, after = tree_bytes(demo_build), tree_bytes(demo_workdir_elsewhere / "out")
     assert any(k.startswith(ILLUSTRATION_OUTPUTS) for k in before)
     assert sorted(before) == sorted(after)
     assert [k for k in before if before[k] != after[k]] == []
 
 
-def test_meteor_in_blocks_of_shards_gives_the_same_evaluation_as_one_block(demo_build, tmp_path):
-    """The demo in shards of about 3 images, each shard a Meteor block: every run's evaluation, the
-    human bound and caption_scores are the one-block build's bytes."""
+def test_meteor_in_blocks_of_shards_gives_the_same_evaluation_as_one_block(demo_build, demo_workdir_in_shards):
+    """The demo in two shards, each shard a Meteor block (demo_workdir_in_shards): every run's evaluation,
+    the human bound and caption_scores are the one-block build's bytes."""
     needs_captions(demo_build)
-
-    def in_blocks(config):
-        config["sharding"] = {"images_per_shard": 3}
-        config["benchmark"]["captions"]["block_images"] = 1
-
-    out = demo_build_in(tmp_path, edit=in_blocks)
+    out = demo_workdir_in_shards / "out"
     blocks = sorted((out / "work" / "caption_meteor").glob("segments-*.parquet"))
     shards = list((out / "tables" / "images").glob("shard-*.parquet"))
     assert len(blocks) == len(shards) > 1  # a block a shard
@@ -184,8 +174,7 @@ def test_meteor_in_blocks_of_shards_gives_the_same_evaluation_as_one_block(demo_
 
 def test_msrc_caption_and_illustration_outputs_are_the_same_bytes_on_one_core(msrc_build, tmp_path):
     """A copy of the two-core build remakes its caption and illustration outputs on one core."""
-    copy = tmp_path / "copy"
-    shutil.copytree(msrc_build.parent, copy, symlinks=True)
+    copy = copy_build(msrc_build.parent, tmp_path / "copy")
     out = copy / "out"
     wanted = (*CAPTION_OUTPUTS, *ILLUSTRATION_OUTPUTS, "runs/caption_", "runs/illustration_",
               "evaluations/caption_", "evaluations/illustration_", "reports/leaderboard.md")

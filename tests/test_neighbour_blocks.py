@@ -15,7 +15,7 @@ import yaml
 
 from annobench.benchmark.neighbours.blocks import block_plan, merge_parts, search_part, shard_blocks
 from annobench.benchmark.neighbours.stage import write_neighbours
-from helpers import REPO, demo_sections, run_snakemake
+from helpers import REPO, copy_build, demo_sections, run_snakemake
 from test_workflow import planned_jobs
 
 K = 9
@@ -152,16 +152,18 @@ def test_a_larger_build_plans_several_search_jobs_per_feature(tmp_path):
     assert "benchmark_neighbour_block" not in whole and whole["benchmark_neighbours"] == features
 
 
-def test_neighbours_in_blocks_are_the_bytes_of_one_search(tmp_path):
-    """The demo's neighbours rebuilt in blocks: the same bytes as built in one job per feature."""
-    config = blocks_config(tmp_path, 10**5, 2 * 10**5)
-    run_snakemake(tmp_path, "benchmark_all", "--cores", "2", "--configfile", str(config))
-    folder = tmp_path / "out" / "work" / "neighbours"
+def test_neighbours_in_blocks_are_the_bytes_of_one_search(demo_workdir_in_shards, tmp_path):
+    """The neighbours of the demo in two shards, built in one job per feature
+    (demo_workdir_in_shards), rebuilt in blocks of a shard: the same bytes."""
+    workdir = copy_build(demo_workdir_in_shards, tmp_path / "build")
+    folder = workdir / "out" / "work" / "neighbours"
     before = {path.name: path.read_bytes() for path in sorted(folder.glob("*.parquet"))}
-    assert len(before) >= 4 and not (tmp_path / "out" / "work" / "neighbour_blocks").exists()
+    assert len(before) >= 4 and not (workdir / "out" / "work" / "neighbour_blocks").exists()
     shutil.rmtree(folder)
-    config = blocks_config(tmp_path, 4, 2)
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["benchmark"]["neighbours"] = {"test_block_images": 4, "training_block_images": 2}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     targets = [f"out/work/neighbours/{name}" for name in before]
-    run_snakemake(tmp_path, *targets, "--cores", "2", "--configfile", str(config))
-    assert len(list((tmp_path / "out" / "work" / "neighbour_blocks").rglob("*.parquet"))) >= 4 * len(before)
+    run_snakemake(workdir, *targets, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
+    assert len(list((workdir / "out" / "work" / "neighbour_blocks").rglob("*.parquet"))) >= 4 * len(before)
     assert {path.name: path.read_bytes() for path in sorted(folder.glob("*.parquet"))} == before

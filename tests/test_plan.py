@@ -46,15 +46,10 @@ def test_without_pages_the_cooccurrence_baselines_are_skipped_with_a_note():
     assert plan.notes == ["annobench: no text features (input.page_map is empty): co-occurrence baselines skipped"]
 
 
-def test_merged_jobs_write_the_bytes_of_one_job_a_run(demo_build, tmp_path):
+def test_merged_jobs_write_the_bytes_of_one_job_a_run(demo_build, demo_workdir_per_run):
     """The demo (merged: one job for the baselines, one for the neighbour searches) against the
     same build with a job per run and feature."""
-    from helpers import demo_build_in
-
-    def per_run(config):
-        config["sharding"] = {"merge_below_images": 0}
-
-    apart = demo_build_in(tmp_path, edit=per_run)
+    apart = demo_workdir_per_run / "out"
     rules = {path.stem.split("-")[0] for path in (apart / "provenance" / "jobs").glob("*.json")}
     assert {"baseline", "benchmark_neighbours"} <= rules
     merged = {path.stem.split("-")[0] for path in (demo_build / "provenance" / "jobs").glob("*.json")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -21,12 +22,7 @@ from annobench.release.assemble import (
 )
 import annobench.release.audit as audit_module
 from annobench.release.audit import audit, audit_build, main_audit, read_jobs, read_manifest
-from helpers import demo_build_in, run_snakemake
-
-
-def build_demo(workdir: Path) -> Path:
-    """The demo, from a copy of its files (so tests may edit raw inputs), released into workdir/out."""
-    return demo_build_in(workdir) / "release"
+from helpers import copy_build, run_snakemake
 
 
 @pytest.fixture(scope="module")
@@ -102,14 +98,22 @@ def test_hashing_on_several_threads_finds_the_same_problems(release, demo_build,
     assert audit_build(demo_build, jobs=1) == audit_build(demo_build, jobs=4) == ([], audit_build(demo_build)[1])
 
 
-def test_editing_a_raw_input_after_the_build_makes_outputs_stale(tmp_path):
-    release = build_demo(tmp_path)
-    photo = tmp_path / "demo" / "images" / "coffee.jpg"
-    photo.write_bytes(photo.read_bytes() + b"\0")
-    problems = [str(p) for p in audit(release)]
+def test_editing_a_raw_input_after_the_build_makes_outputs_stale(demo_workdir_elsewhere):
+    """On the build of demo_workdir_elsewhere, whose job records name its own copy of the demo's
+    files: the photo is put back, bytes and time, for the tests that read that build after."""
+    release = demo_workdir_elsewhere / "out" / "release"
+    photo = demo_workdir_elsewhere / "demo" / "images" / "coffee.jpg"
+    original, times = photo.read_bytes(), photo.stat()
+    try:
+        photo.write_bytes(original + b"\0")
+        problems = [str(p) for p in audit(release)]
+    finally:
+        photo.write_bytes(original)
+        os.utime(photo, ns=(times.st_atime_ns, times.st_mtime_ns))
     assert problems and all(p.startswith("stale: ") for p in problems)
     assert any(f"raw input {photo.resolve()} has changed" in p for p in problems)
     assert any(p.startswith("stale: tables/images/shard-00000.parquet") for p in problems)
+    assert audit(release) == []  # put back: the build is whole again
 
 
 def outside_by_name(value):
@@ -121,8 +125,8 @@ def outside_by_name(value):
     return Path(value).name if value.startswith("/") else value
 
 
-def test_two_builds_in_different_folders_have_the_same_data_and_manifest(release, tmp_path):
-    other = build_demo(tmp_path)
+def test_two_builds_in_different_folders_have_the_same_data_and_manifest(release, demo_workdir_elsewhere):
+    other = demo_workdir_elsewhere / "out" / "release"
     for entry in read_manifest(release):
         if entry["released"] and entry["path"] not in (JOBS, HEADER, CRATE, MANIFEST):  # times, by design
             assert (release / entry["path"]).read_bytes() == (other / entry["path"]).read_bytes(), entry["path"]
@@ -253,10 +257,11 @@ def test_build_audit_names_missing_and_changed_build_files(demo_build, tmp_path)
     assert "snakemake --cores all" in report
 
 
-def test_a_deleted_build_table_comes_back_when_named_as_target(tmp_path):
+def test_a_deleted_build_table_comes_back_when_named_as_target(demo_workdir, tmp_path):
     """What the README's recovery section says: a plain rerun leaves a deleted intermediate
     missing behind an up-to-date release; naming it as a target rebuilds the same bytes."""
-    out = demo_build_in(tmp_path)
+    tmp_path = copy_build(demo_workdir, tmp_path / "build")
+    out = tmp_path / "out"
     victim = out / "tables" / "gist" / "shard-00000.parquet"
     before = victim.read_bytes()
     victim.unlink()
