@@ -11,13 +11,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-import yaml
 
-from helpers import REPO, demo_sections, run_snakemake, tree_bytes
+from helpers import REPO, run_snakemake, tree_bytes
 
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
 PROFILE = REPO / "config" / "profiles" / "slurm"
@@ -46,28 +45,21 @@ def slurm_env(tmp_path_factory):
         subprocess.run(["bash", str(CLUSTER), "stop", str(state)], capture_output=True, text=True)
 
 
-def demo_config(workdir: Path) -> Path:
-    config = {**demo_sections(REPO / "demo"), "output": "out"}
-    config["benchmark"]["features"] = ["gist"]  # the benchmark's jobs, on one feature to keep the test short
-    path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def test_demo_build_through_slurm_equals_the_local_build(slurm_env, tmp_path):
-    local, cluster = tmp_path / "local", tmp_path / "cluster"
-    for workdir in (local, cluster):
-        workdir.mkdir()
-    run_snakemake(local, "--cores", "2", "--configfile", str(demo_config(local)))
+def test_demo_build_through_slurm_equals_the_local_build(slurm_env, demo_default_workdir, tmp_path):
+    """The local build is demo_default_workdir's; the cluster builds its config in another folder."""
+    cluster = tmp_path / "cluster"
+    cluster.mkdir()
+    config = cluster / "config.yaml"
+    shutil.copy(demo_default_workdir / "config.yaml", config)  # the demo's files named where they are
     cores = str(len(os.sched_getaffinity(0)))  # what the node offers: a group job must fit on it
     try:
-        run_snakemake(cluster, "--workflow-profile", str(PROFILE), "--configfile", str(demo_config(cluster)),
+        run_snakemake(cluster, "--workflow-profile", str(PROFILE), "--configfile", str(config),
                       "--jobs", "4", "--cores", cores, *FAST_POLLING, env=slurm_env, timeout=1800)
     except subprocess.TimeoutExpired:
         queue = subprocess.run(["squeue", "-o", "%i %j %T %r %C %m"], capture_output=True, text=True, env=slurm_env)
         pytest.fail(f"the SLURM build did not finish in 30 min; queue:\n{queue.stdout}")
 
-    built = tree_bytes(local / "out")
+    built = tree_bytes(demo_default_workdir / "out")
     assert len(built) > 40 and tree_bytes(cluster / "out") == built
 
     # Every job ran inside a SLURM job that the accounting saw complete, several jobs to a group.

@@ -62,11 +62,10 @@ def planned_jobs(workdir: Path, config: Path, *extra: str) -> dict[str, int]:
     return counts
 
 
-def test_demo_build(tmp_path):
-    demo = REPO / "demo"
-    config = write_config(tmp_path, features={}, **demo_sections(demo))  # default codebooks
-    run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
-    out = tmp_path / "out"
+def test_demo_build(demo_default_workdir):
+    """The demo with the default codebooks (demo_default_workdir)."""
+    out = demo_default_workdir / "out"
+    config = demo_default_workdir / "config.yaml"
     images = pd.read_parquet(out / "tables" / "images")
     rejects = pd.read_parquet(out / "tables" / "rejects")
     assert sorted(images.image_id) == ["astronaut", "astronaut_copy", "camera", "chelsea", "coffee", "coins", "logo", "rocket"]
@@ -116,7 +115,8 @@ def test_demo_build(tmp_path):
     assert "| cooccurrence_gist |" in (out / "reports" / "leaderboard.md").read_text()
     assert sorted(p.name for p in (out / "exports" / "imageclef2012" / "annotations").iterdir())[:2] == [
         "astronaut.txt", "astronaut_copy.txt"]
-    assert "Nothing to be done" in run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config)).stdout
+    again = run_snakemake(demo_default_workdir, "--cores", "2", "--configfile", str(config))
+    assert "Nothing to be done" in again.stdout
 
 
 @pytest.fixture(scope="module")
