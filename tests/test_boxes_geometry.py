@@ -24,7 +24,7 @@ from annobench.benchmark.boxes.checker import check_box_run_main
 from annobench.benchmark.boxes.model import BoxInputError, corners_ambiguity, geometry_counts, geometry_problem
 from annobench.benchmark.boxes.truth import read_box_truth
 from annobench.cli import main
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 TOY = REAL / "boxes" / "voc_toyexample"
 PADILLA = REAL / "boxes" / "padilla_odm"

@@ -13,9 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import MSRC, REAL, require_shared, run_snakemake
-
-pytestmark = pytest.mark.slow
+from helpers import MSRC, REAL, require_shared, run_snakemake
 
 PHOTOS = 40
 CONCEPTS = ["building", "tree", "cow", "horse", "sheep", "sky", "mountain", "aeroplane", "water", "face", "car",
