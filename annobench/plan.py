@@ -27,6 +27,7 @@ from annobench.benchmark.illustration import stage as illustration_stage
 from annobench.benchmark.neighbours.blocks import block_plan, shard_blocks
 from annobench.benchmark.selection import stage as selection_stage
 from annobench.core import layout
+from annobench.core.config import release_identity, unnamed_release
 from annobench.core.errors import AnnobenchError
 from annobench.core.fingerprint import folder_state
 from annobench.sources.inventory import Inventory, InventoryError, build_inventory
@@ -102,6 +103,11 @@ def make_plan(config: dict, log: Callable[[str], None] = print) -> Plan:
             check(config)
         except (AnnobenchError, ValueError) as error:
             raise PlanError(str(error)) from None
+    unnamed = unnamed_release(config)
+    if unnamed:
+        identity = release_identity(config)
+        notes.append(f"annobench: {' / '.join(unnamed)} not set: the release is named {identity['name']!r}, "
+                     f"titled {identity['title']!r} (set them in your config's release section)")
     merge_below = config["sharding"]["merge_below_images"]
     return Plan(
         out=config["output"],

@@ -157,6 +157,7 @@ def demo_sections(demo: Path) -> dict:
         "input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
                   "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
         "benchmark": benchmark,
+        "release": settings["release"],
     }
 
 

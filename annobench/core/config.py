@@ -8,6 +8,7 @@ defaults) for the command line and the tests.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import yaml
@@ -97,3 +98,24 @@ def ingest_params(config: dict) -> dict:
     if config["input"]["warc"]:  # how archived images are read
         params["warc"] = {"max_image_bytes": config["warc"]["max_image_bytes"]}
     return params
+
+
+def release_identity(config: dict) -> dict[str, str]:
+    """The release's name, title and description: the config's, or, where it leaves one empty, a
+    neutral default made from the output folder's name (never another dataset's words)."""
+    release = config.get("release") or {}
+    folder = Path(str(config.get("output") or "release")).resolve().name or "release"
+    name = re.sub(r"[^a-z0-9]+", "-", folder.lower()).strip("-") or "release"
+    return {
+        "name": release.get("name") or name,
+        "title": release.get("title") or f"{folder}: a dataset built by annobench",
+        "description": release.get("description") or (
+            f"Images, the pages they appeared in and the features, tables and benchmark annobench built "
+            f"from them into {folder}."),
+    }
+
+
+def unnamed_release(config: dict) -> list[str]:
+    """The keys of release.name / title / description the config leaves empty."""
+    release = config.get("release") or {}
+    return [f"release.{key}" for key in ("name", "title", "description") if not release.get(key)]

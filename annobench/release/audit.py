@@ -29,11 +29,12 @@ from annobench.release.assemble import (
     job_name,
     load_records,
 )
+from annobench.release.integrity import check_keys
 
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # missing | tampered | extra | stale | unclosed | not-reproduced | differs (a build file)
+    kind: str  # missing | tampered | extra | stale | unclosed | not-reproduced | dangling | differs (a build file)
     path: str
     detail: str
 
@@ -60,6 +61,8 @@ def audit(release_dir: Path | str, recompute: int = 0, seed: int = 0, jobs: int 
         return [Problem("missing", MANIFEST, "not a release folder: no manifest")]
     entries = read_manifest(release_dir)
     problems = check_files(release_dir, entries, jobs) + check_lineage(entries, read_jobs(release_dir))
+    problems += [Problem("dangling", dangling.table, str(dangling).split(": ", 1)[1])
+                 for dangling in check_keys(release_dir)]
     if recompute:
         problems += recompute_jobs(release_dir, entries, recompute, seed)
     return problems

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -24,8 +25,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annobench.benchmark.boxes.model import BOX_RUN_ARTEFACT
+from annobench.core.config import release_identity
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.provenance import sha256_file
+from annobench.release.integrity import REFERENCES, is_rejects
 
 CROISSANT_1_0 = "http://mlcommons.org/croissant/1.0"
 
@@ -154,6 +157,25 @@ def release_tables(release_dir: Path) -> list[Table]:
     return tables
 
 
+def dataset_counts(tables: list[Table]) -> str:
+    """What the release holds, counted in its tables (never taken from the config): images and
+    rejected inputs, pages, concepts, the benchmark's splits."""
+    by_name = {table.name: table for table in tables}
+    counts = []
+    if "images" in by_name:
+        rejected = by_name["rejects"].rows if "rejects" in by_name else 0
+        counts.append(f"{by_name['images'].rows:,} images"
+                      + (f" ({rejected:,} input{'s' if rejected > 1 else ''} rejected)" if rejected else ""))
+    for name, noun in (("pages", "pages"), ("concepts", "concepts")):
+        if name in by_name:
+            counts.append(f"{by_name[name].rows:,} {noun}")
+    if "splits" in by_name:
+        splits = Counter(value for path in by_name["splits"].files
+                         for value in pq.read_table(path, columns=["split"]).column(0).to_pylist())
+        counts.append("splits " + ", ".join(f"{splits[name]:,} {name}" for name in sorted(splits)))
+    return "; ".join(counts)
+
+
 def single_file_table(release_dir: Path, path: Path, name: str) -> Table:
     return Table(name, path.relative_to(release_dir).as_posix(), (path,))
 
@@ -257,9 +279,15 @@ def column_field(field_id: str, source: dict, field: pa.Field) -> dict | None:
     return node
 
 
-def table_record_set(table: Table, source: dict) -> dict:
+def table_record_set(table: Table, source: dict, referable: dict[str, str] | None = None) -> dict:
+    """A table as a record set; a column that is a key of another record set (`referable`: column
+    -> the @id of the field it names, annobench.release.integrity's keys) references it."""
     ids = field_ids(table.name, table.schema.names)
     fields = [column_field(ids[field.name], source, field) for field in table.schema]
+    for node in fields:
+        target = (referable or {}).get(node["name"]) if node is not None else None
+        if target and not target.startswith(f"{table.name}/") and not is_rejects(table.name):
+            node["references"] = {"field": {"@id": target}}
     node = {
         "@type": "cr:RecordSet",
         "@id": table.name,
@@ -268,6 +296,14 @@ def table_record_set(table: Table, source: dict) -> dict:
         "field": [field for field in fields if field is not None],
     }
     return node
+
+
+def key_fields(columns: dict[str, list[str]]) -> dict[str, str]:
+    """Column -> the @id of the field it names, for the dataset's one-column keys whose record set
+    the release has (image_id -> images/image_id, page_id, concept, duplicate_of)."""
+    return {reference.columns[0]: field_ids(reference.target, columns[reference.target])[reference.target_columns[0]]
+            for reference in REFERENCES
+            if len(reference.columns) == 1 and reference.target_columns[0] in columns.get(reference.target, [])}
 
 
 def table_summary(table: Table) -> str:
@@ -389,9 +425,11 @@ def stored_images(release_dir: Path) -> tuple[list[dict], list[dict]]:
 def release_settings(config: dict) -> dict:
     """The `release:` section of the config (or the section itself), with defaults."""
     section = config["release"] if isinstance(config.get("release"), dict) else config
-    defaults = {"name": "annobench-release", "title": "", "description": "", "version": "", "license": "",
+    defaults = {"name": "", "title": "", "description": "", "version": "", "license": "",
                 "citation": "", "url": "", "creators": [], "keywords": []}
-    return {**defaults, **{key: value for key, value in section.items() if key in defaults and value is not None}}
+    settings = {**defaults, **{key: value for key, value in section.items() if key in defaults and value is not None}}
+    # A whole config names the release from its output folder where it gives no name or title.
+    return {**settings, **release_identity(config)} if "output" in config else settings
 
 
 def dataset_properties(settings: dict) -> dict:
@@ -442,18 +480,23 @@ def croissant_metadata(release_dir: Path, config: dict) -> dict:
     """The release described as a Croissant 1.0 JSON-LD document."""
     release_dir = Path(release_dir)
     tables = release_tables(release_dir) + parquet_file_tables(release_dir)
+    referable = key_fields({table.name: table.schema.names for table in tables})
     distribution, record_sets = [], []
     for table in tables:
         node, source = table_distribution(release_dir, table)
         distribution.append(node)
-        record_sets.append(table_record_set(table, source))
+        record_sets.append(table_record_set(table, source, referable))
     image_sets, image_records = stored_images(release_dir)
     distribution += image_sets + other_file_sets(release_dir)
+    properties = dataset_properties(release_settings(config))
+    counts = dataset_counts(tables)
+    if counts:
+        properties["description"] = f"{properties['description'].rstrip('.')}. Holds {counts}."
     return {
         "@context": CONTEXT,
         "@type": "sc:Dataset",
         "conformsTo": CROISSANT_1_0,
-        **dataset_properties(release_settings(config)),
+        **properties,
         "distribution": sorted(distribution, key=lambda node: node["@id"]),
         "recordSet": sorted(record_sets + image_records, key=lambda node: node["@id"]),
     }

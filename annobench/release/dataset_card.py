@@ -28,6 +28,7 @@ from annobench.release.croissant import (
     Table,
     box_run_tables,
     croissant_license,
+    dataset_counts,
     field_description,
     readable_type,
     release_settings,
@@ -365,7 +366,7 @@ def body(release_dir: Path, settings: dict, tables: list[Table]) -> list[str]:
     lines = [f"# {settings['title'] or settings['name']}", ""]
     if settings["description"]:
         lines += [settings["description"].strip(), ""]
-    facts = [f"{images:,} stored images", f"{len(tables)} tables"]
+    facts = [part for part in (dataset_counts(tables), f"{images:,} stored images", f"{len(tables)} tables") if part]
     if settings["version"]:
         facts.insert(0, f"version {settings['version']}")
     if settings["url"]:

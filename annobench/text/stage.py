@@ -26,7 +26,7 @@ from annobench.core.fingerprint import file_state
 from annobench.core.jobs import Job
 from annobench.core.progress import Progress
 from annobench.core.tables import field as column
-from annobench.core.tables import rows_to_table, write_table
+from annobench.core.tables import image_ids, rows_to_table, write_table
 from annobench.sources.ids import shard_of
 from annobench.sources.inventory import InventoryError
 from annobench.sources.page_images import page_base
@@ -235,18 +235,22 @@ def extract_text(
     rows: list[MappingRow], pages, params: TextParams, limits: PageLimits,
     owned: Callable[[str], bool] = lambda page_id: True, log: Callable[[str], None] = print,
     every_seconds: float = 10.0, caption_filter: CaptionFilter = CaptionFilter(),
+    images: set[str] | None = None,
 ) -> TextResult:
     """Text features of the images in `rows`, from their pages (a folder or a page store), with every
-    problem reported."""
+    problem reported. With `images` (the ingested images), the rows of other images give no row
+    of any table: an image the ingest rejected has its reason in `rejects`, and the dataset holds
+    nothing else of it. Their pages are still read and written by the shard that owns them."""
     pages = FolderPages(pages) if isinstance(pages, (str, Path)) else pages
     by_page: dict[str, list[MappingRow]] = defaultdict(list)
     for row in rows:
         by_page[row.page_id].append(row)
+    kept = [row for row in rows if images is None or row.image_id in images]
     tables: dict[str, list[dict]] = {name: [] for name in TEXT_TABLES}
     scores: dict[str, dict[str, float]] = {}
     progress = Progress("text pages", len(by_page), log, every_seconds)
     for page_id in sorted(by_page):
-        page_rows = by_page[page_id]
+        page_rows = [row for row in by_page[page_id] if images is None or row.image_id in images]
         try:
             page = pages.read(page_id, limits)
         except PageRejected as error:
@@ -281,7 +285,7 @@ def extract_text(
                     image_scores[term] = image_scores.get(term, 0.0) + value
         progress.step()
     terms_by_image = {}
-    for image_id in sorted({r.image_id for r in rows}):
+    for image_id in sorted({r.image_id for r in kept}):
         ranked = top_terms(scores.get(image_id, {}), params)
         if image_id in scores and not ranked:
             tables["text_rejects"].append({"image_id": image_id, "page_id": "", "reason": "no terms near the image"})
@@ -331,13 +335,24 @@ def text_shard_job(job: Job) -> list[dict]:
     else:
         plan = recorded_plan(job.input("mapping"), job, n_shards)
     text = job.config["text"]
+    rows = plan.shards[shard]
+    ingested = image_ids(job.input_list("images"))
+    _log_rows_without_image(rows, ingested, job.log)
     result = extract_text(
-        plan.shards[shard], plan.pages, TextParams.from_config(text), PageLimits.from_config(text),
+        rows, plan.pages, TextParams.from_config(text), PageLimits.from_config(text),
         owned=lambda page_id: plan.owners[page_id] == shard, log=job.log, every_seconds=job.every_seconds,
-        caption_filter=CaptionFilter.from_config(text),
+        caption_filter=CaptionFilter.from_config(text), images=ingested,
     )
     write_text_tables(result, job.out_dir, shard, job.params["params_hash"])
     return [plan.pages.raw_input(page_id) for page_id in sorted({row.page_id for row in plan.shards[shard]})]
+
+
+def _log_rows_without_image(rows: list[MappingRow], ingested: set[str], log: Callable[[str], None]) -> None:
+    """Mapping rows whose image is not in the dataset give no rows: say how many, and of which images."""
+    missing = sorted({row.image_id for row in rows} - ingested)
+    if missing:
+        log(f"{len(missing)} mapped image(s) not in the dataset (rejected at ingest, reasons in tables/rejects, or "
+            f"not among the inputs): no text rows for them; first: {', '.join(missing[:5])}")
 
 
 def planned_shard_plan(config: dict, shard: int, n_shards: int, expected_fingerprint: str) -> TextPlan:

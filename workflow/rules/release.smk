@@ -1,15 +1,15 @@
 # Release: every released file with its lineage, as MANIFEST.jsonl and an RO-Crate, a Croissant
 # file and a dataset card, and a static browser of the data.
 
+from annobench.core.config import release_identity
 from annobench.release.browser.templating import templates_digest
-
 
 # The browser's image pages run as one job per image shard when there are several.
 BROWSE_BY_SHARD = PLAN.browse_by_shard
 BROWSE_PARTS = PLAN.browse_parts
 BROWSE_TEMPLATES = templates_digest()  # a changed template reruns the jobs that render pages
-BROWSE_SETTINGS = {**config["release"]["browse"], "title": config["release"]["title"],
-                   "description": config["release"]["description"]}
+BROWSE_SETTINGS = {**config["release"]["browse"],
+                   **{key: release_identity(config)[key] for key in ("title", "description")}}
 
 
 BROWSE_INPUTS = [
@@ -21,6 +21,25 @@ BROWSE_INPUTS = [
     rules.regions_all.input,
     rules.benchmark_all.input,
 ]
+
+
+rule integrity:
+    # Every key of every table and run resolves (annobench.release.integrity): a report, or a
+    # failing job naming each dangling key, before anything is released.
+    input:
+        BROWSE_INPUTS,
+    output:
+        report=out("reports/integrity.md"),
+    log:
+        out("logs/integrity.log"),
+    params:
+        code=script_code("integrity.py"),
+    resources:
+        mem_mb=1024 + INVENTORY.n_images // 100,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/integrity.py"
 
 
 rule browse_prepare:
@@ -127,6 +146,7 @@ rule release:
         rules.text_all.input,
         rules.regions_all.input,
         rules.benchmark_all.input,
+        rules.integrity.output,
         BROWSE_OUTPUTS if config["release"]["browse"]["enabled"] else [],
     output:
         # The manifest stands for the folder: a directory() output would get

@@ -5,6 +5,8 @@
 
 rule text_shard:
     input:
+        # Only the images the ingest kept get rows: the others' reasons are in tables/rejects.
+        images=out(layout.table_file("images", "{shard}")),
         mapping=PLAN.page_map,
         warc_slices=WARC_SLICES,
     output:

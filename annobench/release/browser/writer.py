@@ -26,6 +26,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from annobench.core.config import release_identity
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
 from annobench.release.browser.box_overlays import RUN_COLOURS
@@ -43,10 +44,10 @@ DEFAULTS = {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_b
 def browser_settings(config: dict) -> dict:
     """The browser's settings from a build config (`release.browse`, with the release's title and
     description), defaults filled in."""
-    release = config.get("release") or {}
-    settings = {**DEFAULTS, **(release.get("browse") or {})}
-    settings.setdefault("title", release.get("title") or "annobench release")
-    settings.setdefault("description", release.get("description") or "")
+    identity = release_identity(config)
+    settings = {**DEFAULTS, **((config.get("release") or {}).get("browse") or {})}
+    settings.setdefault("title", identity["title"])
+    settings.setdefault("description", identity["description"])
     return settings
 
 
