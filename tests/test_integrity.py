@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from annobench.release.integrity import check_keys, is_rejects
-from conftest import KIWIX, REPO, require_shared, run_snakemake
+from helpers import KIWIX, REPO, require_shared, run_snakemake, shared_build
 
 
-def kiwix_build_in(workdir: Path) -> Path:
+def kiwix_build_in(workdir: Path) -> None:
     """The shared kiwix Wikipedia pages with the images saved beside them, the page map derived
     (annobench pages-map), built without segmentations or a benchmark: a build where the ingest
     rejects images (interface icons under ingest.min_width) that the pages show."""
@@ -34,12 +34,11 @@ def kiwix_build_in(workdir: Path) -> Path:
     (workdir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     done = run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
     (workdir / "build.log").write_text(done.stdout, encoding="utf-8")
-    return workdir / "out"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kiwix_build(tmp_path_factory) -> Path:
-    return kiwix_build_in(tmp_path_factory.mktemp("kiwix_build"))
+    return shared_build(tmp_path_factory, "kiwix_build", kiwix_build_in) / "out"
 
 
 def column_values(table: Path, column: str) -> set:
