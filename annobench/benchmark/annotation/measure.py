@@ -428,6 +428,24 @@ def imageclef_2013_measures(truth, scores, decisions, listed=None, seed: int = 0
     return _measures_2013(inputs, _rank_concepts_per_image(inputs, seed))
 
 
+def imageclef_2013_samples(truth, scores, decisions, listed=None, seed: int = 0) -> dict[str, np.ndarray]:
+    """The individual values the ImageCLEF 2013-2016 means average (Villegas and Paredes 2014,
+    section 2.5): "MF1-samples" and "MAP-samples" hold one value per evaluated image (row order),
+    "MF1-concepts" one per evaluated concept (column order). Their means are the measures of
+    imageclef_2013_measures (the same ranking, ties in the same seeded order); the campaign's
+    confidence intervals are computed from their spread."""
+    seed = _check_seed(seed)
+    inputs = _prepare(truth, scores, decisions, listed)
+    per_image = _rank_concepts_per_image(inputs, seed)
+    samples = _counts(inputs.truth, inputs.decisions, axis=1)
+    concepts = _counts(inputs.truth, inputs.decisions, axis=0)
+    return {
+        "MF1-samples": samples.f1[inputs.images],
+        "MF1-concepts": concepts.f1[inputs.concepts],
+        "MAP-samples": per_image.sequential[inputs.images],
+    }
+
+
 def imageclef_2012_measures(truth, scores, decisions, listed=None, epsilon: float = DEFAULT_EPSILON) -> dict:
     """ImageCLEF 2012 measures (the ImageCLEF 2012 Photo Annotation task page).
 

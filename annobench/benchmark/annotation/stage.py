@@ -332,9 +332,24 @@ def _training_text(text_tables: list[str], train_ids: list[str], english: set[st
 
 def evaluate_run(run, truth: np.ndarray, settings: BenchmarkSettings, overlap_path: str, per_concept_path: str,
                  name: str) -> dict:
-    """Every measure on all test images, and again on the most and least overlapping ones."""
+    """Every measure on all test images, and again on the most and least overlapping ones; the
+    per-concept table written beside them."""
+    from annobench.benchmark.annotation.measure import per_concept_table
+
+    measures = run_measures(run, truth, settings, overlap_path, name)
+    seed, top_k = settings.evaluation["seed"], settings.k
+    table = per_concept_table(truth, run.scores, run.decisions, run.concepts, run.listed)
+    table.insert(0, "run", name)
+    write_table(pa.Table.from_pandas(table, preserve_index=False), per_concept_path, "concept_results",
+                params={"run": name, "seed": seed, "top_k": top_k})
+    return measures
+
+
+def run_measures(run, truth: np.ndarray, settings: BenchmarkSettings, overlap_path: str, name: str) -> dict:
+    """The evaluation JSON of a run (a baseline's, or a submitted run's): every measure on all test
+    images, and again on the most and least overlapping ones."""
     from annobench.benchmark.annotation.diagnostics import overlap_subsets, visual_overlap
-    from annobench.benchmark.annotation.measure import evaluate, per_concept_table
+    from annobench.benchmark.annotation.measure import evaluate
 
     seed, top_k = settings.evaluation["seed"], settings.k
     measures = evaluate(truth, run.scores, run.decisions, run.listed, seed=seed, top_k=top_k)
@@ -345,10 +360,6 @@ def evaluate_run(run, truth: np.ndarray, settings: BenchmarkSettings, overlap_pa
         listed = run.listed[rows] if run.listed is not None else None
         subsets[subset] = evaluate(truth[rows], run.scores[rows], run.decisions[rows], listed, seed=seed,
                                    top_k=top_k)
-    table = per_concept_table(truth, run.scores, run.decisions, run.concepts, run.listed)
-    table.insert(0, "run", name)
-    write_table(pa.Table.from_pandas(table, preserve_index=False), per_concept_path, "concept_results",
-                params={"run": name, "seed": seed, "top_k": top_k})
     return {**measures, "run": name, "subsets": subsets,
             "settings": {"seed": seed, "top_k": top_k, "overlap": settings.overlap}}
 
