@@ -346,6 +346,18 @@ def _check_box_run(args: argparse.Namespace) -> int:
     return check_box_run_main(args.run, args.concepts, args.images, geometry=args.geometry)
 
 
+def _check_caption_run(args: argparse.Namespace) -> int:
+    from annobench.benchmark.captions.checker import check_caption_run_main
+
+    return check_caption_run_main(args.run, args.images)
+
+
+def _check_selection_run(args: argparse.Namespace) -> int:
+    from annobench.benchmark.selection.checker import check_selection_run_main
+
+    return check_selection_run_main(args.run, args.instances)
+
+
 def _label_stats(args: argparse.Namespace) -> int:
     from annobench.benchmark.annotation.diagnostics import label_set_stats
     from annobench.benchmark.annotation.ground_truth import read_truth_csv
@@ -615,6 +627,22 @@ def build_parser() -> argparse.ArgumentParser:
     _geometry_option(check_box_run)
     check_box_run.add_argument("run", help="the box run: text, CSV or Parquet form, or a folder of detections files")
     check_box_run.set_defaults(handler=_check_box_run)
+
+    check_caption_run = commands.add_parser(
+        "check-caption-run", help="validate a caption run (exit 2 and one line per problem)")
+    check_caption_run.add_argument("--images", default=None,
+                                   help="the test images: one id a line, or a CSV with an image_id column; other "
+                                        "images are problems")
+    check_caption_run.add_argument("run", help="CSV image_id,caption, COCO results JSON or {image: caption}")
+    check_caption_run.set_defaults(handler=_check_caption_run)
+
+    check_selection_run = commands.add_parser(
+        "check-selection-run", help="validate a content-selection run (exit 2 and one line per problem)")
+    check_selection_run.add_argument("--instances", default=None,
+                                     help="CSV image_id,instance[,...]: the test images' box instances; other images "
+                                          "and instances are problems")
+    check_selection_run.add_argument("run", help="CSV image_id,instance: the instances selected per image")
+    check_selection_run.set_defaults(handler=_check_selection_run)
 
     from annobench.benchmark.illustration.arguments import add_commands as add_illustration_commands
 

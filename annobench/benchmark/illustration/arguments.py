@@ -25,7 +25,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from annobench.benchmark.illustration.commands import check_illustration_run_main
 
-    return check_illustration_run_main(args.run, args.truth, args.candidates)
+    return check_illustration_run_main(args.run, args.truth, args.candidates, queries_path=args.queries)
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -56,6 +56,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     checking = commands.add_parser(
         "check-illustration-run", help="validate a text-illustration ranking run (exit 2 and one line per problem)")
     checking.add_argument("--truth", default=None, help="CSV query_id,image_id: other query ids are errors")
+    checking.add_argument("--queries", default=None,
+                          help="the query ids without their images (a participant's kit): one id a line, or a CSV "
+                               "with a query_id column; other query ids are errors. Not with --truth")
     checking.add_argument("--candidates", default=None,
                           help="the candidate images (default with --truth: its images): other image ids are errors")
     checking.add_argument("run", help="CSV query_id,rank,image_id")

@@ -14,7 +14,14 @@ from typing import TextIO
 import pandas as pd
 
 from annobench.benchmark.illustration.baselines import DEFAULT_SEED, BaselineInputError
-from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, read_truth, write_truth
+from annobench.benchmark.illustration.measure import (
+    IllustrationInputError,
+    IllustrationTruth,
+    evaluation,
+    read_query_ids,
+    read_truth,
+    write_truth,
+)
 from annobench.benchmark.illustration.queries import QUERIES_TABLE, make_queries, write_queries
 from annobench.benchmark.illustration.runs import RankingRun, read_ranking_run
 from annobench.benchmark.illustration.stage import baseline_run, write_evaluated_run
@@ -78,17 +85,22 @@ def _summary(result: dict) -> str:
 
 
 def check_illustration_run_main(run_path: str, truth_path: str | None = None, candidates_path: str | None = None,
-                                out: TextIO | None = None, err: TextIO | None = None) -> int:
+                                out: TextIO | None = None, err: TextIO | None = None,
+                                queries_path: str | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
+    if truth_path and queries_path:
+        print("annobench: give the truth or the query ids, not both: the truth names its queries", file=err)
+        return 2
     try:
         truth = read_truth(truth_path) if truth_path else None
         candidates = _candidates(candidates_path, truth) if truth is not None else (
             list(read_image_list(candidates_path).ids) if candidates_path else None)
-        run = read_ranking_run(run_path, set(truth.query_ids) if truth is not None else None,
-                               set(candidates) if candidates is not None else None)
+        queries = set(truth.query_ids) if truth is not None else (
+            set(read_query_ids(queries_path)) if queries_path else None)
+        run = read_ranking_run(run_path, queries, set(candidates) if candidates is not None else None)
     except RunFormatError as error:
         return _report(error, err, shown=None)
-    except (ImageListError, UnicodeDecodeError) as error:
+    except (ImageListError, UnicodeDecodeError, IllustrationInputError) as error:
         print(f"annobench: {error}", file=err)
         return 2
     print(f"{run_path}: OK, {len(run)} lines, {len(run.query_ids)} queries, {len(run.image_ids)} images", file=out)

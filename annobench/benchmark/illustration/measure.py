@@ -26,7 +26,8 @@ import pandas as pd
 
 from annobench.benchmark.illustration.runs import RankingRun
 from annobench.benchmark.problems import MAX_PROBLEMS, Problems, quote
-from annobench.core.fsutil import write_bytes_atomic
+from annobench.core.errors import AnnobenchError
+from annobench.core.fsutil import read_user_text, write_bytes_atomic
 
 KS = (1, 5, 10, 25, 50, 75, 100)
 TRUTH_HEADER = ("query_id", "image_id")
@@ -71,6 +72,38 @@ def read_truth(path: Path | str, limit: int = MAX_PROBLEMS) -> IllustrationTruth
         problems.add(0, "no queries")
     problems.raise_if_any(path)
     return IllustrationTruth.from_mapping(truth)
+
+
+class IllustrationInputError(AnnobenchError):
+    """A list of query ids that cannot be used; the message names the file and line."""
+
+
+def read_query_ids(path: Path | str) -> list[str]:
+    """Query ids without their images (a participant's kit): one id a line, or a CSV whose header
+    has a `query_id` column (the kit's queries file; other columns ignored)."""
+    path = Path(path)
+    text = read_user_text(path, IllustrationInputError)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, [])
+    column = header.index("query_id") if "query_id" in header else None
+    rows = reader if column is not None else csv.reader(io.StringIO(text, newline=""))
+    ids: dict[str, int] = {}
+    try:
+        for fields in rows:
+            line = rows.line_num
+            if not fields or not "".join(fields).strip():
+                continue
+            value = (fields[column] if column is not None and column < len(fields) else ",".join(fields)).strip()
+            if not value:
+                raise IllustrationInputError(f"{path}:{line}: empty query id")
+            if value in ids:
+                raise IllustrationInputError(f"{path}:{line}: query {quote(value)} repeats line {ids[value]}")
+            ids[value] = line
+    except csv.Error as error:
+        raise IllustrationInputError(f"{path}:{rows.line_num}: not a CSV line ({error})") from None
+    if not ids:
+        raise IllustrationInputError(f"{path}: no query ids")
+    return list(ids)
 
 
 def _truth_text(path: Path, problems: Problems) -> str:
