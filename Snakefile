@@ -24,6 +24,7 @@ include: "workflow/rules/regions.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/boxes.smk"
 include: "workflow/rules/captions.smk"
+include: "workflow/rules/campaign.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/release.smk"
 

@@ -22,6 +22,7 @@ from typing import Callable
 
 from annobench.benchmark.annotation import stage as annotation_stage
 from annobench.benchmark.boxes import stage as box_stage
+from annobench.benchmark.campaign.submissions import SubmissionsError, find_submissions
 from annobench.benchmark.captions import stage as caption_stage
 from annobench.benchmark.illustration import stage as illustration_stage
 from annobench.benchmark.neighbours.blocks import block_plan, shard_blocks
@@ -64,6 +65,10 @@ class Plan:
     browse_by_shard: bool  # the browser's image pages as a job per shard
     merged: bool  # a small build: each family of per-run jobs as one job
     notes: list[str] = field(default_factory=list)  # what planning tells the user
+    # The round (annobench.benchmark.campaign): "GROUP/RUN" -> its job's spec, for the submitted runs
+    # that get a job; the runs rejected here, with their reasons, for the campaign_results job.
+    submissions: dict[str, dict] = field(default_factory=dict)
+    submission_rejects: list[dict] = field(default_factory=list)
 
     @property
     def shards(self) -> list[str]:
@@ -109,6 +114,10 @@ def make_plan(config: dict, log: Callable[[str], None] = print) -> Plan:
         notes.append(f"annobench: {' / '.join(unnamed)} not set: the release is named {identity['name']!r}, "
                      f"titled {identity['title']!r} (set them in your config's release section)")
     merge_below = config["sharding"]["merge_below_images"]
+    runs = {"boxes": box_stage.box_baseline_runs(config), "captions": caption_stage.caption_runs(config),
+            "selection": selection_stage.selection_runs(config),
+            "illustration": illustration_stage.illustration_runs(config) if benchmark_on else []}
+    submitted = _submissions(config, benchmark_on, box_stage.boxes_enabled(config), runs)
     return Plan(
         out=config["output"],
         inventory=inventory,
@@ -132,7 +141,28 @@ def make_plan(config: dict, log: Callable[[str], None] = print) -> Plan:
         browse_by_shard=bool(config["release"]["browse"]["enabled"]) and inventory.n_shards > 1,
         merged=inventory.n_images < merge_below,
         notes=notes,
+        submissions={s.key: {**s.spec(), "path": s.path, "metadata_path": s.metadata_path}
+                     for s in submitted if not s.reasons},
+        submission_rejects=[s.row() for s in submitted if s.reasons],
     )
+
+
+def _submissions(config: dict, benchmark_on: bool, boxes_on: bool, runs: dict[str, list]) -> list:
+    """The runs under input.submissions, each planned or rejected (annobench.benchmark.campaign.submissions)."""
+    folder = config["input"]["submissions"]
+    if folder and not benchmark_on:
+        raise PlanError("input.submissions needs the benchmark: set benchmark.ground_truth.source")
+    subtasks = {
+        "annotation": None,
+        "boxes": None if boxes_on else "benchmark.boxes.source is empty",
+        "captions": None if runs["captions"] else "no caption runs: benchmark.captions.references is empty",
+        "selection": None if runs["selection"] else "benchmark.selection.truth is empty",
+        "illustration": None if runs["illustration"] else "benchmark.illustration.enabled is false",
+    }
+    try:
+        return find_submissions(folder, config["benchmark"]["campaign"]["max_runs"], subtasks)
+    except SubmissionsError as error:
+        raise PlanError(str(error)) from None
 
 
 def _inventory(config: dict, log: Callable[[str], None]) -> tuple[Inventory, str]:

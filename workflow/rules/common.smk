@@ -296,6 +296,32 @@ def caption_evaluation_files(run):
     return {"evaluation": out(f"evaluations/{run}.json"), "scores": out(f"work/caption_scores/{run}.parquet")}
 
 
+# -- the round: kit, truth, submissions, results (annobench.benchmark.campaign) -----------------
+
+CAMPAIGN_KIT = {"kit": out("kit"), "truth": out("truth")}
+CAMPAIGN_STATISTICS = out("work/campaign/baselines.json")
+SUBMISSIONS = PLAN.submissions  # "GROUP/RUN" -> the run's spec, for the runs that get a job
+
+
+def submission_files(key):
+    """A submitted run's result (status, problems, evaluation) and its run as the browser reads it."""
+    return {"result": out(f"work/submissions/{key}.json"), "run_table": out(f"work/submissions/{key}.parquet")}
+
+
+def submission_inputs_of(key):
+    """A submitted run's job reads its own files and metadata, the kit and the test truth; an
+    annotation run also the overlap feature's neighbours (the leaderboard's overlap subsets)."""
+    spec = SUBMISSIONS[key]
+    files = {"run": spec["path"], "metadata": spec["metadata_path"], **CAMPAIGN_KIT}
+    if spec["metadata"]["subtask"] == "annotation":
+        files["overlap"] = OVERLAP_NEIGHBOURS
+    return files
+
+
+SUBMISSION_RESULTS = [submission_files(key)["result"] for key in sorted(SUBMISSIONS)]
+SUBMISSION_RUN_TABLES = [submission_files(key)["run_table"] for key in sorted(SUBMISSIONS)]
+
+
 # -- the browser ---------------------------------------------------------------------------------
 
 def browse_norms_inputs(wildcards):

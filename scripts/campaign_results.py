@@ -1,0 +1,11 @@
+"""Snakemake entry point of rule campaign_results; the work is annobench.benchmark.campaign.results.results_job."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # annobench from this checkout
+
+from annobench.benchmark.campaign.results import results_job  # noqa: E402
+from annobench.core.jobs import run_snakemake_job  # noqa: E402
+
+run_snakemake_job(snakemake, results_job)
