@@ -4,6 +4,8 @@ dataset diagnostics, gathered into one Markdown file beside each leaderboard's t
 The image-level annotation leaderboard comes first, with Dutta et al.'s diagnostics (their
 JSON, the `visual_overlap` table and the label-frequency figure); the localisation,
 content-selection, caption and illustration sections follow when the build has such runs.
+Each leaderboard holds the baselines and the accepted submitted runs of its subtask
+(annobench.benchmark.campaign), named GROUP/RUN; without submissions it is as before.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from annobench.benchmark.annotation.diagnostics import (
 from annobench.benchmark.annotation.leaderboard import leaderboard_frame, leaderboard_markdown
 from annobench.benchmark.annotation.stage import BenchmarkData
 from annobench.benchmark.boxes.leaderboard import box_leaderboard_frame, box_markdown
+from annobench.benchmark.campaign.results import accepted_evaluations
 from annobench.benchmark.captions.leaderboard import caption_leaderboard_frame, caption_markdown
 from annobench.benchmark.illustration.leaderboard import illustration_leaderboard_frame, illustration_markdown
 from annobench.benchmark.json_form import json_bytes
@@ -35,17 +38,18 @@ from annobench.core.tables import write_table
 # Each subtask's section: the name of its evaluations input and leaderboard output, its
 # leaderboard frame and its Markdown, in the order the report shows them.
 SUBTASK_SECTIONS = (
-    ("box", box_leaderboard_frame, box_markdown),
-    ("selection", selection_leaderboard_frame, selection_markdown),
-    ("caption", caption_leaderboard_frame, caption_markdown),
-    ("illustration", illustration_leaderboard_frame, illustration_markdown),
+    ("box", "boxes", box_leaderboard_frame, box_markdown),
+    ("selection", "selection", selection_leaderboard_frame, selection_markdown),
+    ("caption", "captions", caption_leaderboard_frame, caption_markdown),
+    ("illustration", "illustration", illustration_leaderboard_frame, illustration_markdown),
 )
 
 
 def build_report(settings: BenchmarkSettings, evaluations: list[str], inputs: dict, outputs: dict, log) -> None:
     """Leaderboard (Markdown and Parquet), label-frequency figure and the diagnostics JSON."""
     data = BenchmarkData(inputs["concepts"], inputs["ground_truth"], inputs["splits"])
-    results = _results(evaluations)
+    submitted = _paths(inputs.get("submissions", []))
+    results = _results(evaluations) + accepted_evaluations(submitted, "annotation")
     board = leaderboard_frame(results)
     _write_board(board, results, outputs["leaderboard_table"], "leaderboard")
     stats = _diagnostics(data, settings, inputs["overlap"], outputs)
@@ -83,11 +87,11 @@ def _subtask_sections(inputs: dict, outputs: dict) -> str:
     """The localisation, content-selection, caption and illustration leaderboards (tables and
     Markdown), when the build has such runs; nothing otherwise, so builds without them keep their bytes."""
     sections = ""
-    for kind, frame, markdown in SUBTASK_SECTIONS:
-        paths = _paths(inputs.get(f"{kind}_evaluations", []))
-        if not paths:
+    submitted = _paths(inputs.get("submissions", []))
+    for kind, subtask, frame, markdown in SUBTASK_SECTIONS:
+        results = _results(_paths(inputs.get(f"{kind}_evaluations", []))) + accepted_evaluations(submitted, subtask)
+        if not results:
             continue
-        results = _results(paths)
         board = frame(results)
         _write_board(board, results, outputs[f"{kind}_leaderboard"], f"{kind}_leaderboard")
         sections += "\n" + markdown(board)

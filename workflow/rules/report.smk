@@ -1,6 +1,7 @@
 # The benchmark's report, after every subtask's rules: each subtask's leaderboard (concepts,
-# boxes, content selection, captions, text illustration) and the dataset diagnostics of Dutta
-# et al. 2018 (section 4) in one Markdown report and its tables.
+# boxes, content selection, captions, text illustration; the baselines and the accepted
+# submitted runs) and the dataset diagnostics of Dutta et al. 2018 (section 4) in one Markdown
+# report and its tables.
 
 rule benchmark_report:
     input:
@@ -15,6 +16,7 @@ rule benchmark_report:
         illustration_evaluations=expand(out("evaluations/illustration_{run}.json"), run=PLAN.illustration_runs)
         if PLAN.benchmark_on
         else [],
+        submissions=SUBMISSION_RESULTS,
     output:
         leaderboard=out("reports/leaderboard.md"),
         leaderboard_table=out("tables/leaderboard/all.parquet"),
@@ -55,3 +57,5 @@ rule benchmark_all:
         [*BOX_TRUTH.values(), BOX_CONSISTENCY] if PLAN.boxes_on else [],
         out("tables/caption_scores/all.parquet") if CAPTION_RUNS else [],
         expand(out("evaluations/illustration_{run}.json"), run=PLAN.illustration_runs),
+        rules.campaign_results.output if PLAN.benchmark_on else [],
+        SUBMISSION_RUN_TABLES,
