@@ -19,6 +19,11 @@ of a build (hard links, or copies across file systems), and:
 - croissant.json (MLCommons Croissant) and README.md (a Hugging Face dataset
   card), so dataset hubs and loaders read the tables as they are.
 
+With a benchmark, `kit/` is the participant's kit of the round (annobench.benchmark.campaign.kit)
+and `kit/data/` links to the released images, features and text (KIT_DATA), so the kit can be
+handed out alone; its manifest lines are those of the files they link. The organisers' test
+truth (`truth/`) stays in the build folder.
+
 The manifest lists every file of the release, these included (the manifest
 itself without a hash: it cannot hold its own).
 """
@@ -44,7 +49,14 @@ from annobench.core.provenance import RECORDS, describe_file
 from annobench.release.croissant import write_croissant
 from annobench.release.dataset_card import write_dataset_card
 
-RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports", "runs", "evaluations", "browse")
+RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "reports", "runs", "evaluations", "browse",
+            "kit")
+# What the participant's kit links (kit/data/PATH): the stored images, the images table, the visual
+# features and codebooks, the near-image text features, the vocabulary and the splits; never a truth.
+KIT_DATA = ("resized/", "artefacts/", "exports/text.scofeat", "exports/text_iids.txt", "tables/images/",
+            "tables/colorhist/", "tables/getlf/", "tables/gist/", "tables/bow_", "tables/text_terms/",
+            "tables/concepts/", "tables/splits/")
+KIT_DATA_DIR = "kit/data/"
 MANIFEST, JOBS, HEADER, CRATE = "MANIFEST.jsonl", "JOBS.jsonl", "RELEASE.json", "ro-crate-metadata.json"
 RELEASE_RULE = "release"  # the rule of the files the release job writes itself
 PROCESS_PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
@@ -196,12 +208,14 @@ def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict,
     out_dir, release_dir = Path(out_dir), Path(release_dir)
     records = current_records(load_records(out_dir))
     entries, jobs = manifest_entries(out_dir, records)
+    entries = sorted(entries + kit_data_entries(entries), key=lambda e: e["path"])
     with atomic_path(release_dir) as partial:
         partial.mkdir()
         made = set()
         for entry in entries:
             if entry["released"]:
-                _link(os.path.join(out_dir, entry["path"]), os.path.join(partial, entry["path"]), made)
+                source = entry["path"].removeprefix(KIT_DATA_DIR)  # a kit link: the file it links
+                _link(os.path.join(out_dir, source), os.path.join(partial, entry["path"]), made)
         own = [write_croissant(partial, config), write_dataset_card(partial, config)]
         _write_jsonl(partial / JOBS, jobs)
         info = header(out_dir, config, Path(workflow_dir), n_shards)
@@ -213,6 +227,15 @@ def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict,
         own_entries.append(own_entry(partial, partial / CRATE))
         _write_jsonl(partial / MANIFEST, sorted(entries + own_entries, key=lambda e: e["path"]))
     return sum(e["released"] for e in entries)
+
+
+def kit_data_entries(entries: list[dict]) -> list[dict]:
+    """The manifest lines of kit/data/: each released file of KIT_DATA again, under kit/data/, with its
+    hash, size, rows and job (the link is that file); none without a kit."""
+    if not any(entry["path"].startswith("kit/") for entry in entries):
+        return []
+    return [{**entry, "path": KIT_DATA_DIR + entry["path"]} for entry in entries
+            if entry["released"] and entry["path"].startswith(KIT_DATA)]
 
 
 def own_entry(release_dir: Path, path: Path, hashed: bool = True) -> dict:

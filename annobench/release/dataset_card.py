@@ -231,7 +231,9 @@ FOLDERS = [
     ("runs", "baseline runs, as Parquet and in the ImageCLEF 2012 text form"),
     ("evaluations", "every measure of every run (JSON)"),
     ("exports", "legacy text forms (ImageCLEF 2012 concept lists, SAIAPR TC-12 files, WEBUPV text features)"),
-    ("reports", "leaderboard, label frequency plots, benchmark diagnostics"),
+    ("reports", "leaderboard, label frequency plots, benchmark diagnostics, the round's results and figures"),
+    ("kit", "the participant's kit of the round: development truth, test inputs, example runs, and `data/` "
+            "(links to the images, features and text)"),
 ]
 
 
@@ -321,6 +323,54 @@ def description_lines(release_dir: Path, tables: list[Table]) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
+HEADLINE = {"annotation": "MAP-samples", "boxes": "MAP@0.5", "captions": "Meteor", "selection": "F",
+            "illustration": "R@10"}
+
+
+def round_lines(release_dir: Path) -> list[str]:
+    """The round (ImageCLEF, annobench.benchmark.campaign): the submitted runs with their status, and
+    each subtask's runs in the results' order with a headline measure and its 95 % interval."""
+    submissions = _table_rows(release_dir, "submissions")
+    order = _table_rows(release_dir, "results_order")
+    if not order and not submissions:
+        return []
+    values = {(r["subtask"], r["run"], r["measure"]): r for r in _table_rows(release_dir, "results")
+              if r["subset"] == "all"}
+    lines = ["The participant's kit is `kit/` (its `README.md` says how to check a run). Every run, the",
+             "baselines and the accepted submissions, is in `results` (every measure with its 95 % interval),",
+             "in the order of `results_order`, and in `reports/results.md`.", ""]
+    if submissions:
+        accepted = sum(r["status"] == "accepted" for r in submissions)
+        lines += [f"{len(submissions)} submitted runs, {accepted} accepted; a rejected run's problems are in "
+                  "`submission_problems`.", "",
+                  "| run | subtask | modality | external data | status | problems |",
+                  "| --- | --- | --- | --- | --- | ---: |"]
+        lines += [f"| `{cell(r['name'])}` | {r['subtask'] or '–'} | {r['modality'] or '–'} | "
+                  f"{_external(r)} | {r['status']} | {r['reasons']} |" for r in submissions]
+        lines += [""]
+    lines += ["| subtask | # | run | origin | measure | value | 95 % interval |",
+              "| --- | ---: | --- | --- | --- | ---: | --- |"]
+    for r in order:
+        measure = HEADLINE[r["subtask"]]
+        value = values.get((r["subtask"], r["run"], measure), {})
+        interval = (f"{value['ci_low']:.4f} – {value['ci_high']:.4f}"
+                    if value.get("ci_low") is not None and value.get("ci_high") is not None else "–")
+        lines.append(f"| {r['subtask']} | {r['position']} | `{cell(r['run'])}` | {r['origin']} | {measure} | "
+                     f"{map_cell(value.get('value'))} | {interval} |")
+    return lines
+
+
+def _external(row: dict) -> str:
+    if row["external_data"] is None:
+        return "–"
+    return cell(row["external_data_description"]) if row["external_data"] else "no"
+
+
+def _table_rows(release_dir: Path, name: str) -> list[dict]:
+    path = release_dir / "tables" / name / "all.parquet"
+    return pq.read_table(path).to_pylist() if path.is_file() else []
+
+
 def licence_lines(settings: dict) -> list[str]:
     value = settings["license"].strip()
     if not value or value.lower() in ("other", "unknown"):
@@ -384,6 +434,9 @@ def body(release_dir: Path, settings: dict, tables: list[Table]) -> list[str]:
         lines += ["## Boxes", ""] + box_lines(release_dir, tables) + [""]
     if {"captions", "queries"} & {table.artefact for table in tables}:
         lines += ["## Descriptions and text illustration", ""] + description_lines(release_dir, tables) + [""]
+    round_ = round_lines(release_dir)
+    if round_:
+        lines += ["## The round: submissions and results", ""] + round_ + [""]
     lines += ["## Licence", ""] + licence_lines(settings) + [""]
     lines += ["## Citation", ""] + citation_lines(settings) + [""]
     lines += ["## Provenance", ""] + provenance_lines()

@@ -58,7 +58,24 @@ class Source:
     root: Path
 
     def files(self, table: str) -> list[Path]:
-        return table_files(self.root / "tables" / table)
+        files = table_files(self.root / "tables" / table)
+        if table == "caption_scores":  # the accepted submitted caption runs' rows, of the same columns
+            files += list(self.submitted("captions").values())
+        return files
+
+    def submitted(self, subtask: str) -> dict[str, Path]:
+        """The accepted submitted runs of a subtask (the `submissions` table): GROUP/RUN -> the run as
+        its job wrote it for the browser (work/submissions/GROUP/RUN.parquet)."""
+        folder = self.root / "tables" / "submissions"
+        table = read_all(table_files(folder), ["name", "subtask", "status"])
+        if table is None:
+            return {}
+        found = {}
+        for row in table.to_pylist():
+            path = self.root / "work" / "submissions" / f"{row['name']}.parquet"
+            if row["subtask"] == subtask and row["status"] == "accepted" and path.is_file():
+                found[row["name"]] = path
+        return dict(sorted(found.items()))
 
     def shard_files(self, table: str) -> dict[int, Path] | None:
         """Shard number -> file, when the table is split by image shard; else None."""
@@ -75,14 +92,18 @@ class Source:
         return [n for n in names if self.files(n) and pq.read_schema(self.files(n)[0]).names == ["image_id", "vector"]]
 
     def runs(self) -> dict[str, Path]:
-        """Image-level baseline runs (region runs and other forms are left out)."""
+        """Image-level runs: the baselines (region runs and other forms are left out) and the accepted
+        submitted runs."""
         files = table_files(self.root / "runs")
-        return {f.stem: f for f in files if set(RUN_COLUMNS) <= set(pq.read_schema(f).names)}
+        runs = {f.stem: f for f in files if set(RUN_COLUMNS) <= set(pq.read_schema(f).names)}
+        return {**runs, **self.submitted("annotation")}
 
     def box_runs(self) -> dict[str, Path]:
-        """Box runs (ImageCLEF 2016 subtask 1): the Parquet files of runs/ whose metadata names them so."""
+        """Box runs (ImageCLEF 2016 subtask 1): the Parquet files of runs/ whose metadata names them so,
+        and the accepted submitted box runs."""
         files = table_files(self.root / "runs")
-        return {f.stem: f for f in files if read_metadata(f).get(META_ARTEFACT.decode()) == BOX_RUN_ARTEFACT}
+        runs = {f.stem: f for f in files if read_metadata(f).get(META_ARTEFACT.decode()) == BOX_RUN_ARTEFACT}
+        return {**runs, **self.submitted("boxes")}
 
     def table(self, table: str, columns: list[str] | None = None) -> pa.Table | None:
         return read_all(self.files(table), columns)
