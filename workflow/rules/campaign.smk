@@ -29,7 +29,7 @@ if PLAN.benchmark_on:
         params:
             settings={
                 **{key: BENCHMARK[key] for key in ("k", "seed", "exports")},
-                "campaign_seed": CAMPAIGN["seed"],
+                "campaign": {key: CAMPAIGN[key] for key in ("seed", "max_runs")},
                 "illustration_seed": BENCHMARK["illustration"]["seed"],
                 "selection": selection_job_settings(config) if BENCHMARK["selection"]["truth"] else {},
             },

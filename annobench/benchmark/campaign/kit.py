@@ -160,7 +160,7 @@ class KitWriter:
         if self.inputs.get("queries"):
             self.illustration()
         _write(self.kit, "README.md", readme(self.subtasks, self.counts, len(self.development_ids),
-                                             len(self.test_ids)))
+                                             len(self.test_ids), self.benchmark["campaign"]["max_runs"]))
         _write(self.truth, "README.md", truth_readme(self.subtasks))
 
     def _split_rows(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -189,7 +189,8 @@ class KitWriter:
         files = TEST_FILES["annotation"]
         _write(self.kit, files["images"], _lines(self.test_ids))
         listing = " ".join(self.names)
-        _write(self.kit, files["lists"], "".join(f"{image_id} {listing}\n" for image_id in self.test_ids))
+        with open(self.kit / files["lists"], "w", encoding="utf-8", newline="\n") as handle:  # streamed: large
+            handle.writelines(f"{image_id} {listing}\n" for image_id in self.test_ids)
         scores, decisions = random_scores(len(self.test_ids), len(self.names), self.benchmark["seed"],
                                           k=self.benchmark["k"], varying=True)
         self.example_scores = (scores, decisions)
@@ -367,7 +368,7 @@ FORMS = {
 }
 
 
-def readme(subtasks: list[str], counts: dict[str, str], development: int, test: int) -> str:
+def readme(subtasks: list[str], counts: dict[str, str], development: int, test: int, max_runs: int) -> str:
     lines = [
         "# Participant's kit",
         "",
@@ -386,7 +387,7 @@ def readme(subtasks: list[str], counts: dict[str, str], development: int, test: 
         "",
         "## Submitting",
         "",
-        "Up to the number of runs the organisers allow, each a file `GROUP/RUN.EXT` with a metadata file "
+        f"Up to {max_runs} runs a group, of any subtasks, each a file `GROUP/RUN.EXT` with a metadata file "
         "`GROUP/RUN.yaml` beside it, as `runs/*/example.yaml`: `group`, `run`, `subtask` (annotation, boxes, "
         "captions, selection, illustration), `modality` (visual, textual, both), `external_data` (yes, no) and "
         "`external_data_description` (what, when yes).",
