@@ -91,6 +91,17 @@ def test_the_kit_gives_the_box_and_selection_inputs_and_keeps_their_test_truth(k
         if {"image_id", "description", "instance"} <= set(frame.columns):
             assert truth_rows.isdisjoint(frame[["image_id", "description", "instance"]].itertuples(index=False,
                                                                                                       name=None))
+    # nor are the test boxes, in any table of the kit or in the example box run
+    from annobench.benchmark.boxes.forms import read_box_run
+
+    columns = ["image_id", "concept", "xmin", "ymin", "xmax", "ymax"]
+    test_boxes = set(truth[columns].astype(str).itertuples(index=False, name=None))
+    tables = [pd.read_csv(p, dtype=str) for p in (root / "kit").rglob("*.csv")]
+    tables += [pd.read_parquet(p).astype(str) for p in (root / "kit").rglob("*.parquet")]
+    tables.append(read_box_run(root / "kit/runs/boxes/example.txt").astype(str))
+    for frame in tables:
+        if set(columns) <= set(frame.columns):
+            assert test_boxes.isdisjoint(frame[columns].itertuples(index=False, name=None))
     assert [r["role"] for r in kit["raw"]] == ["selection_truth"]
     readme = (root / "kit/README.md").read_text()
     assert "annobench check-box-run" in readme and "annobench check-selection-run" in readme
