@@ -88,7 +88,7 @@ def demo_workdir_elsewhere(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_workdir_per_run(tmp_path_factory) -> Path:
-    """The demo with a job per run, per feature's search and per codebook kind, as a build of more
+    """The demo with a job per run and per feature's search, as a build of more
     than sharding.merge_below_images images has: the merged jobs must write the same bytes."""
     def per_run(config):
         config["sharding"] = {"merge_below_images": 0}

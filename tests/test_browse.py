@@ -224,7 +224,7 @@ def test_build_with_images_only(demo_build, chromium, tmp_path):
     assert "1 grid pages of 100 images" in index
     assert "Region labels" not in index and "leaderboard" not in index
     text = show(chromium, (browse / image_page_path(0, "coffee")).as_uri(), shots / "images-only-coffee.png")
-    assert "coffee" in text and "Regions" not in text and "Baseline runs" not in text
+    assert "coffee" in text and "Regions" not in text and "Runs" not in text
 
 
 # ---------------------------------------------------------------- awkward ids, escaping, bounds

@@ -162,7 +162,7 @@ def test_pages_without_boxes_and_the_index(boxed_build, tmp_path):
     assert "truth: 0 boxes" in logo and "no boxes for this image" in logo
     index = (browse / "index.html").read_text(encoding="utf-8")
     truth = pd.read_parquet(boxed_build / BOXES_TABLE)
-    assert f"<dt>boxes</dt><dd>{len(truth)}</dd>" in index and "<dt>box runs</dt><dd>2</dd>" in index
+    assert f"<dt>boxes</dt><dd>{len(truth)}</dd>" in index and "<dt>baseline box runs</dt><dd>2</dd>" in index
 
 
 def test_deterministic_and_unchanged_without_boxes(boxed_build, demo_build, tmp_path):

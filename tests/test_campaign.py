@@ -23,7 +23,7 @@ from annobench.benchmark.captions.checker import check_caption_run_main, scan_ca
 from annobench.benchmark.image_list import ImageList
 from annobench.benchmark.selection.checker import scan_selection_run
 from annobench.benchmark.selection.model import Box
-from conftest import read_scene
+from helpers import read_scene
 
 EVERY_SUBTASK = dict.fromkeys(("annotation", "boxes", "captions", "selection", "illustration"))
 

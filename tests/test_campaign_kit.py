@@ -22,7 +22,7 @@ from annobench.benchmark.splits import SPLITS_SCHEMA
 from annobench.benchmark.vocabulary import Concept, concepts_table
 from annobench.core.config import deep_merge, load_config
 from annobench.core.jobs import Job
-from conftest import REAL, require_shared
+from helpers import REAL, require_shared
 
 VOC = REAL / "boxes" / "voc_toyexample"
 FLICKR = REAL / "content_selection" / "flickr30k_entities" / "annotation_test_half.json"

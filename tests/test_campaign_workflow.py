@@ -22,9 +22,7 @@ import yaml
 
 from annobench.benchmark.campaign.kit import build_kit
 from annobench.release.audit import main_audit
-from conftest import demo_build_in, java_available, run_snakemake
-
-pytestmark = pytest.mark.slow
+from helpers import copy_build, java_available, run_snakemake, shared_build
 
 
 def metadata(group: str, run: str, subtask: str, modality: str, external: str = "") -> str:
@@ -83,20 +81,21 @@ def make_submissions(out: Path, folder: Path) -> None:
     submit(folder, "gamma", "nometa.txt", random_run, None)
 
 
-@pytest.fixture(scope="module")
-def round_build(msrc_build, tmp_path_factory) -> Path:
+@pytest.fixture(scope="session")
+def round_build(msrc_workdir, tmp_path_factory) -> Path:
     """The MSRC-v2 build copied, the submissions added, the build finished again."""
     if not java_available():
         pytest.skip("the round's caption runs are scored by Meteor 1.5, which needs Java")
-    workdir = tmp_path_factory.mktemp("round") / "work"
-    shutil.copytree(msrc_build.parent, workdir, symlinks=True)
-    out = workdir / "out"
-    make_submissions(out, workdir / "submissions")
-    config = yaml.safe_load((workdir / "config.yaml").read_text(encoding="utf-8"))
-    config["input"]["submissions"] = str(workdir / "submissions")
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
-    return out
+
+    def add_round(workdir: Path) -> None:
+        copy_build(msrc_workdir, workdir)
+        make_submissions(workdir / "out", workdir / "submissions")
+        config = yaml.safe_load((workdir / "config.yaml").read_text(encoding="utf-8"))
+        config["input"]["submissions"] = str(workdir / "submissions")
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
+
+    return shared_build(tmp_path_factory, "round_build", add_round) / "out"
 
 
 def table(out: Path, name: str) -> pd.DataFrame:
@@ -183,6 +182,12 @@ def test_browser_and_card_show_the_submitted_runs(round_build):
     assert pages, f"no browser page of {test_image}"
     page = pages[0].read_text(encoding="utf-8")
     assert "alpha/knn" in page and "gamma/broken" not in page
+    assert "<td>alpha/knn</td><td>submitted</td>" in page and "<td>submitted</td>" in page
+    assert re.search(r"<td>knn_gist</td><td>baseline</td>", page)
+    index = (release / "browse/index.html").read_text(encoding="utf-8")
+    baselines = len(list((round_build / "runs").glob("*.txt")))
+    assert "<dt>submitted runs</dt><dd>2</dd>" in index  # alpha's two annotation runs
+    assert f"<dt>baseline runs</dt><dd>{baselines}</dd>" in index
     caption = pq.read_table(round_build / "work/submissions/beta/consensus.parquet").to_pylist()
     shown = next(row for row in caption if row["caption"])
     described = next(iter(release.glob(f"browse/images/*/{shown['image_id']}.html"))).read_text(encoding="utf-8")
@@ -326,15 +331,15 @@ def planned_jobs(result) -> dict[str, int]:
     return jobs
 
 
-def test_a_run_added_later_reruns_only_its_own_job_and_the_gathering_ones(tmp_path):
+def test_a_run_added_later_reruns_only_its_own_job_and_the_gathering_ones(demo_workdir_per_run, tmp_path):
+    """On the demo with a job per run, as in a large build."""
+    copy_build(demo_workdir_per_run, tmp_path)
     folder = tmp_path / "submissions"
-
-    def edit(config):
-        config["sharding"] = {"merge_below_images": 0}  # a job per run, as in a large build
-        config["input"]["submissions"] = str(folder)
-
     folder.mkdir()
-    out = demo_build_in(tmp_path, edit=edit)
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text(encoding="utf-8"))
+    config["input"]["submissions"] = str(folder)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = tmp_path / "out"
     submit(folder, "alpha", "random.txt", (out / "runs/random.txt").read_bytes(),
            metadata("alpha", "random", "annotation", "visual"))
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(tmp_path / "config.yaml"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annobench.benchmark.boxes.model import geometry_text
-from annobench.release.browser.source import Rows
+from annobench.release.browser.source import Rows, run_kind
 from annobench.release.browser.templating import DASH, number, plural
 
 TRUTH_COLOUR = "#2ecc40"
@@ -54,9 +54,9 @@ TRUTH_LINE = Line(TRUTH_COLOUR)
 
 @dataclass(frozen=True)
 class RunStyle:
-    """How a run is shown on every page: its place among the build's box runs, its kind (the
-    build's runs are baselines; submitted runs would join them with their own kind), and its
-    line (None: past the palette, listed but not drawn)."""
+    """How a run is shown on every page: its place among the build's box runs, its kind
+    ("baseline" or "submitted", source.run_kind) and its line (None: past the palette, listed
+    but not drawn)."""
 
     name: str
     kind: str
@@ -70,9 +70,9 @@ def run_line(index: int) -> Line | None:
     return Line(RUN_COLOURS[index], RUN_DASHES[min(index // CVD_SAFE_COLOURS, len(RUN_DASHES) - 1)])
 
 
-def run_styles(names: list[str], kind: str = "baseline") -> list[RunStyle]:
+def run_styles(names: list[str]) -> list[RunStyle]:
     """The build's box runs, in the order given (name order), each with its own colour."""
-    return [RunStyle(name, kind, k, run_line(k)) for k, name in enumerate(names)]
+    return [RunStyle(name, run_kind(name), k, run_line(k)) for k, name in enumerate(names)]
 
 
 @dataclass(frozen=True)

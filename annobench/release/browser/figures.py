@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from annobench.core.tables import field as column
-from annobench.release.browser.source import Catalogue, Log, Source, read_file
+from annobench.release.browser.source import Catalogue, Log, Source, read_file, run_kind
 
 # Caps on what one page lists, so no HTML file grows with the collection.
 REJECT_EXAMPLES = 5          # ids shown per reason group
@@ -58,11 +58,10 @@ def collect_counts(source: Source, catalogue: Catalogue, runs: list[str]) -> dic
                        ("images with boxes", "boxes")):
         if source.files(table):
             counts[key] = count_images(source.files(table))
-    if runs:
-        counts["baseline runs"] = len(runs)
-    box_runs = source.box_runs()
-    if box_runs:
-        counts["box runs"] = len(box_runs)
+    for kind, count in Counter(run_kind(name) for name in runs).items():
+        counts[f"{kind} runs"] = count
+    for kind, count in Counter(run_kind(name) for name in source.box_runs()).items():
+        counts[f"{kind} box runs"] = count
     return counts
 
 

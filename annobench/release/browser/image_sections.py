@@ -1,6 +1,6 @@
 """What the sections of an image page show: its facts, text terms and the pages they came
-from, regions drawn over it, spatial relations, ground truth and split, and what each baseline
-run predicted. Each function gives a section's data (text, numbers, links the site made);
+from, regions drawn over it, spatial relations, ground truth and split, and what each run
+(baseline or submitted) predicted. Each function gives a section's data (text, numbers, links the site made);
 templates/image/*.html draw them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from annobench.core.layout import shard_name
 from annobench.release.browser.files import Site, href, overlay_path, stored_image_href
 from annobench.release.browser.overlays import Palette, hex_colour, overlay_png, read_label_map
-from annobench.release.browser.source import PerImage, Rows, Source
+from annobench.release.browser.source import PerImage, Rows, Source, run_kind
 from annobench.release.browser.templating import number
 
 # Caps on what one page lists, so no HTML file grows with the collection.
@@ -147,7 +147,7 @@ def run_row(name: str, predicted: Rows, truth: set[str]) -> dict:
     """One run's decisions for the image: each marked correct or not, and the truth it missed."""
     shown = predicted.rows[:MAX_DECIDED_SHOWN]
     missed = sorted(truth - {p["concept"] for p in predicted.rows})
-    return {"name": name, "hits": sum(p["concept"] in truth for p in predicted.rows), "total": predicted.total,
+    return {"name": name, "kind": run_kind(name), "hits": sum(p["concept"] in truth for p in predicted.rows), "total": predicted.total,
             "predictions": [{"concept": p["concept"], "score": p["score"], "correct": p["concept"] in truth}
                             for p in shown],
             "missed": ", ".join(missed[:MAX_DECIDED_SHOWN])}

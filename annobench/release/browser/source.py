@@ -35,6 +35,12 @@ def table_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith("."))
 
 
+def run_kind(name: str) -> str:
+    """"submitted" for a participant's run (named GROUP/RUN in the submissions table), "baseline"
+    for the build's own (named after their method: no slash)."""
+    return "submitted" if "/" in name else "baseline"
+
+
 SHARD_FILE = re.compile(r"shard-(\d+)\.parquet")
 
 
