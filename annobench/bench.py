@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from annobench.core.errors import AnnobenchError
 from annobench.core.provenance import read_job_records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,6 +40,9 @@ FULL_CORES = 32
 
 
 def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, out=sys.stdout) -> dict:
+    if not (REPO / "Snakefile").is_file():
+        raise AnnobenchError(f"bench builds with the workflow, and {REPO} is not a checkout (no Snakefile): "
+                             "run it from a clone of the project")
     workdir.mkdir(parents=True, exist_ok=True)
     config = {"input": write_inputs(workdir, n_images), "output": "out",
               # The projection costs the per-run rules of a full build: none merged here.
@@ -107,7 +111,7 @@ def _seconds(work) -> float:
 def _codebook_targets() -> list[str]:
     from annobench.core.config import load_config
 
-    kinds = load_config(REPO / "config" / "config.yaml")["features"]["bow"]["kinds"]
+    kinds = load_config()["features"]["bow"]["kinds"]
     return [f"out/artefacts/codebook_{kind}.parquet" for kind in kinds]
 
 

@@ -426,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
 
     inventory = commands.add_parser("inventory", help="list the input images and their shards, without building")
-    inventory.add_argument("--configfile", default=None, help="config file (default: config/config.yaml)")
+    inventory.add_argument("--configfile", default=None, help="config file (default: the package's config/config.yaml)")
     inventory.add_argument("--images", default=None, help="image folder (overrides input.images)")
     inventory.set_defaults(handler=_inventory)
 
@@ -442,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="Parquet file to write: image_id, vector (dsift: image_id, x, y, descriptor)")
     feature.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                          help="override a parameter of the feature, e.g. colour=false or seed=7")
-    feature.add_argument("--configfile", default=None, help="take defaults from this config (default: config/config.yaml)")
+    feature.add_argument("--configfile", default=None, help="take defaults from this config (default: the package's config/config.yaml)")
     feature.set_defaults(handler=_feature)
 
     text = commands.add_parser("text", help="near-image text features of saved pages or web archives, outside "
@@ -454,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="CSV image_id,page_id,img_src; derived from the pages or archives if absent")
     text.add_argument("--out", required=True, help="folder for the tables and the .scofeat export")
     text.add_argument("--configfile", default=None,
-                      help="take the text settings from this config (default: config/config.yaml)")
+                      help="take the text settings from this config (default: the package's config/config.yaml)")
     text.set_defaults(handler=_text)
 
     pages_map = commands.add_parser(
@@ -467,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="folder for mapping.csv and unresolved.csv, and images.csv (a folder) or the "
                                 "tables warc_records, warc_page_map and warc_rejects (archives)")
     pages_map.add_argument("--configfile", default=None,
-                           help="take the warc and text settings from this config (default: config/config.yaml)")
+                           help="take the warc and text settings from this config (default: the package's config/config.yaml)")
     pages_map.set_defaults(handler=_pages_map)
 
     regions = commands.add_parser("regions", help="region features and spatial relations of segmented images")
@@ -481,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     regions.add_argument("--stripe-fraction", type=share, default=0.2,
                          help="width of the alignment stripes, share of the image size")
     regions.add_argument("--ontology", default=None, help="CSV child,parent: stores each region's label path")
-    regions.add_argument("--configfile", default=None, help="take the decoding limits from this config (default: config/config.yaml)")
+    regions.add_argument("--configfile", default=None, help="take the decoding limits from this config (default: the package's config/config.yaml)")
     regions.set_defaults(handler=_regions)
 
     audit = commands.add_parser(

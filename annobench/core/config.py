@@ -2,7 +2,9 @@
 
 The Snakefile validates `config` against `config/config.schema.yaml` with
 Snakemake's own validator; this module applies the very same schema (and its
-defaults) for the command line and the tests.
+defaults) for the command line and the tests. The package ships both files
+(`annobench/core/defaults/`, links to `config/` in a checkout, their contents
+in a wheel), so the commands work wherever the package is installed.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import yaml
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import read_user_text
 
-REPO_DIR = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_DIR / "config" / "config.schema.yaml"
-DEFAULT_CONFIG_PATH = REPO_DIR / "config" / "config.yaml"
+REPO_DIR = Path(__file__).resolve().parents[2]  # the checkout, where there is one
+DEFAULTS_DIR = Path(__file__).parent / "defaults"
+SCHEMA_PATH = DEFAULTS_DIR / "config.schema.yaml"
+DEFAULT_CONFIG_PATH = DEFAULTS_DIR / "config.yaml"
 # A config is a few kilobytes; PyYAML parses about a megabyte a second, so a larger file is refused unread.
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -34,10 +37,8 @@ def validate_config(config: dict) -> dict:
     from snakemake.utils import validate
 
     if not SCHEMA_PATH.is_file():
-        raise FileNotFoundError(
-            f"config schema not found at {SCHEMA_PATH}; install annobench from a "
-            "checkout with 'pip install -e .'"
-        )
+        raise FileNotFoundError(f"config schema not found at {SCHEMA_PATH}: the package is installed without "
+                                "its data files; reinstall it with pip")
     try:
         validate(config, str(SCHEMA_PATH), set_default=True)
     except WorkflowError as error:
@@ -50,7 +51,7 @@ def validate_config(config: dict) -> dict:
 
 
 def load_config(path: Path | str | None = None, overrides: dict | None = None) -> dict:
-    """Read a config file (default: config/config.yaml), merge overrides, validate."""
+    """Read a config file (default: the package's copy of config/config.yaml), merge overrides, validate."""
     path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
     config = _parse_yaml(_config_text(path), path) or {}
     if not isinstance(config, dict):
