@@ -92,7 +92,9 @@ def _text(args: argparse.Namespace) -> int:
     from annobench.text.captions import CaptionFilter
     from annobench.text.features import TextParams
     from annobench.text.page_map import derive_mapping, write_mapping
-    from annobench.text.stage import extract_text, read_mapping, write_scofeat, write_text_tables
+    from annobench.core import layout
+    from annobench.core.tables import rows_to_table, write_table
+    from annobench.text.stage import SCHEMAS, extract_text, read_mapping, write_scofeat, write_text_tables
 
     config = load_config(args.configfile)
     out = Path(args.out)
@@ -111,8 +113,11 @@ def _text(args: argparse.Namespace) -> int:
               f"({len(derived.unresolved)} <img> addresses without a local file, see unresolved.csv)")
     rows = sorted(set(read_mapping(mapping)), key=lambda r: (r.image_id, r.page_id, r.img_src))
     result = extract_text(rows, pages, TextParams.from_config(config["text"]), PageLimits.from_config(config["text"]),
-                          log=lambda line: None, caption_filter=CaptionFilter.from_config(config["text"]))
+                          log=lambda line: None)
     write_text_tables(result, out, 0, params_hash(config["text"]))
+    captions = result.page_captions(CaptionFilter.from_config(config["text"]))  # these pages are the collection
+    write_table(rows_to_table(captions, SCHEMAS["page_captions"]), out / layout.table_file("page_captions", 0),
+                "page_captions", params_hash(config["text"]["captions"]))
     write_scofeat([str(out / "tables" / "text_terms" / "shard-00000.parquet")], out / "exports" / "text.scofeat",
                   out / "exports" / "text_iids.txt")
     with_terms = sum(1 for terms in result.terms_by_image.values() if terms)

@@ -292,14 +292,16 @@ def test_harvested_references_are_kept_page_captions_once_each(tmp_path):
     from annobench.sources.pages import PageLimits
     from annobench.text.features import TextParams
     from annobench.text.page_map import derive_mapping
-    from annobench.text.stage import MappingRow, extract_text, write_text_tables
+    from annobench.core.tables import rows_to_table, write_table
+    from annobench.text.stage import SCHEMAS, MappingRow, extract_text
 
     folder = require_shared(REAL / "pages" / "kiwix_wikipedia")
     rows = sorted({MappingRow(*row) for row in derive_mapping(folder).mapping})
     result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
-    write_text_tables(result, tmp_path, 0, "hash")
-    references = harvested_references([str(tmp_path / "tables" / "page_captions" / "shard-00000.parquet")])
-    kept = [row for row in result.tables["page_captions"] if row["keep"]]
+    captions = result.page_captions()
+    write_table(rows_to_table(captions, SCHEMAS["page_captions"]), tmp_path / "page_captions.parquet", "page_captions", "hash")
+    references = harvested_references([str(tmp_path / "page_captions.parquet")])
+    kept = [row for row in captions if row["keep"]]
     expected: dict[str, list[str]] = {}
     for row in kept:
         if row["text"] not in expected.setdefault(row["image_id"], []):

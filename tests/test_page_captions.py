@@ -7,7 +7,7 @@ from pathlib import Path
 from lxml import etree
 
 from annobench.sources.pages import PageLimits
-from annobench.text.captions import CaptionFilter, caption_row, enclosing_caption, filename_words
+from annobench.text.captions import CaptionFilter, caption_row, enclosing_caption, filename_words, filter_row
 from annobench.text.features import TextParams
 from annobench.text.page_map import derive_mapping
 from annobench.text.stage import MappingRow, extract_text
@@ -24,7 +24,7 @@ def captions_of(collection: str, page_id: str) -> dict[str, list[tuple]]:
     assert rows, page_id
     result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
     found: dict[str, list[tuple]] = {}
-    for row in result.tables["page_captions"]:
+    for row in result.page_captions():
         found.setdefault(row["image_id"], []).append(tuple(row[name] for name in COLUMNS))
     return found
 
@@ -38,8 +38,8 @@ def test_mediawiki_thumbcaptions_and_file_names_of_a_kiwix_page():
     assert street == [
         ("caption", "7 East 75th Street on the Upper East Side of New York City was used for the exterior shots "
                     "of the Sheffield townhouse.", 21, 1, False, True, None),  # 23 tokens less 7 and 75th
-        # 7, 75th and 001 are no words: 2 of 5 tokens
-        ("filename", "7 East 75th Street 001", 2, 1, False, False, "few words"),
+        # 7, 75th and 001 are no words: 2, fewer than a file name needs
+        ("filename", "7 East 75th Street 001", 2, 1, False, False, "too short"),
     ]
 
 
@@ -60,7 +60,7 @@ def test_alt_title_and_file_names_of_a_news_page():
     assert found[promo] == [
         ("alt", "What's Hot on Edmunds.com", 3, 1, False, True, None),
         ("title", "What's Hot on Edmunds.com", 3, 1, False, True, None),
-        ("filename", "IL promo 2", 2, 1, False, True, None),
+        ("filename", "IL promo 2", 2, 1, False, False, "too short"),  # a CMS's name: fewer than 3 words
     ]
     accord = ("www.edmunds.com__media.ed.edmunds-media.com__honda__accord__2013__ot__"
               "2013_honda_accord_f34_ot_32613_196.jpg")
@@ -75,7 +75,7 @@ def test_every_mapped_img_with_an_alt_or_a_caption_gets_its_row():
         folder = require_shared(PAGES / collection)
         rows = sorted(set(MappingRow(*row) for row in derive_mapping(folder).mapping))
         result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
-        got = {(r["image_id"], r["page_id"], r["kind"]) for r in result.tables["page_captions"]}
+        got = {(r["image_id"], r["page_id"], r["kind"]) for r in result.tables["caption_candidates"]}
         # Every image found on its page has its file name's row at least, when the name has letters.
         for url in result.tables["image_urls"]:
             if url["occurrences"] and filename_words(url["img_src"]):
@@ -83,16 +83,21 @@ def test_every_mapped_img_with_an_alt_or_a_caption_gets_its_row():
         assert any(kind == "alt" for _, _, kind in got) and any(kind == "caption" for _, _, kind in got)
 
 
+def verdict(text: str, same_on_page: int = 1, rules: CaptionFilter = CaptionFilter(), kind: str = "alt") -> dict:
+    """The filtered row of a caption of a 200 x 150 image seen on one page."""
+    return filter_row(caption_row("i", "p", kind, text, same_on_page, (200, 150)), 1, 1, 1, rules)
+
+
 def test_the_filter_reasons_in_order():
     rules = CaptionFilter(min_words=2, max_words=5, min_word_share=0.5, max_same_on_page=2)
-    assert caption_row("i", "p", "alt", "Company logo of Acme", 1, rules)["reason"] == "boilerplate"
-    assert caption_row("i", "p", "alt", "click here", 1, rules)["reason"] == "boilerplate"
-    assert caption_row("i", "p", "alt", "Tower", 1, rules)["reason"] == "too short"
-    assert caption_row("i", "p", "alt", "one two three four five six", 1, rules)["reason"] == "too long"
-    assert caption_row("i", "p", "alt", "IMG 0042 2013 x7 cat", 1, rules)["reason"] == "few words"  # 2 of 5
-    assert caption_row("i", "p", "alt", "DSC 0042 2013 cat", 1, rules)["keep"]  # 2 of 4: at the share
-    assert caption_row("i", "p", "alt", "a grey cat", 3, rules)["reason"] == "repeated on the page"
-    kept = caption_row("i", "p", "alt", "A grey cat, asleep.", 2, rules)
+    assert verdict("Company logo of Acme", 1, rules)["reason"] == "boilerplate"
+    assert verdict("click here", 1, rules)["reason"] == "boilerplate"
+    assert verdict("Tower", 1, rules)["reason"] == "too short"
+    assert verdict("one two three four five six", 1, rules)["reason"] == "too long"
+    assert verdict("IMG 0042 2013 x7 cat", 1, rules)["reason"] == "few words"  # 2 of 5
+    assert verdict("DSC 0042 2013 cat", 1, rules)["keep"]  # 2 of 4: at the share
+    assert verdict("a grey cat", 3, rules)["reason"] == "repeated on the page"
+    kept = verdict("A grey cat, asleep.", 2, rules)
     assert kept["keep"] and kept["reason"] is None and kept["words"] == 4 and kept["word_share"] == 1.0
 
 
@@ -109,12 +114,12 @@ def test_figure_and_table_captions_beat_class_names_and_never_take_the_image_its
     assert enclosing_caption(image["d"]) == ""  # the caption-class element holds the image: not its caption
     assert filename_words("/w/images/Eiffel_Tower_2011.jpg?x=1") == "Eiffel Tower 2011"
     assert filename_words("../img/0042.png") == ""
-    # MediaWiki serves an SVG rendered as PNG: both extensions go, not the word "svg".
-    assert filename_words("//upload.wikimedia.org/thumb/a/ab/Star_full.svg/20px-Star_full.svg.png") == "20px Star full"
+    # MediaWiki serves an SVG rendered as PNG: both extensions go, not the word "svg", nor the size prefix.
+    assert filename_words("//upload.wikimedia.org/thumb/a/ab/Star_full.svg/20px-Star_full.svg.png") == "Star full"
     assert filename_words("photo.v2.final.JPEG") == "photo v2 final"
 
 
-def test_page_captions_are_written_with_the_other_text_tables(tmp_path: Path):
+def test_caption_work_files_are_written_with_the_other_text_tables(tmp_path: Path):
     from annobench.text.stage import write_text_tables
     import pyarrow.parquet as pq
 
@@ -122,6 +127,12 @@ def test_page_captions_are_written_with_the_other_text_tables(tmp_path: Path):
     rows = sorted({MappingRow(*row) for row in derive_mapping(folder).mapping if row[1] == "A/The_Nanny.html"})
     result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
     write_text_tables(result, tmp_path, 0, "hash")
-    table = pq.read_table(tmp_path / "tables" / "page_captions" / "shard-00000.parquet")
-    assert table.num_rows == len(result.tables["page_captions"]) > 0
-    assert table.schema.field("reason").nullable and table.column("keep").to_pylist().count(True) >= 1
+    candidates = pq.read_table(tmp_path / "work" / "caption_candidates" / "shard-00000.parquet")
+    texts = pq.read_table(tmp_path / "work" / "caption_texts" / "shard-00000.parquet")
+    assert candidates.num_rows == len(result.tables["caption_candidates"]) > 0
+    # Every <img> of the page is counted, its icons too, by file (the thumbnail's size marks aside).
+    assert set(texts.column("page_id").to_pylist()) == {"A/The_Nanny.html"}
+    assert {"wikiquote-logo.svg.png", "the_nanny_adaptations_world.png"} <= set(texts.column("file").to_pylist())
+    assert not (tmp_path / "tables" / "page_captions").exists()  # written from every shard's, by page_captions_job
+    kept = [row for row in result.page_captions() if row["keep"]]
+    assert kept and all(row["reason"] is None for row in kept)

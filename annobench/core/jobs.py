@@ -63,6 +63,10 @@ class Job:
         value = self.inputs.get(name, [])
         return [value] if isinstance(value, str) else list(value)
 
+    def output_list(self, name: str) -> list[str]:
+        value = self.outputs[name]
+        return [value] if isinstance(value, str) else list(value)
+
     def raw(self, role: str) -> list[dict]:
         """The recorded raw inputs of a role (replaying only)."""
         return [r for r in self.recorded_raw or [] if r["role"] == role]

@@ -24,6 +24,12 @@ def table_file(table: str, shard: int | str) -> str:
     return f"tables/{table}/shard-{label}.parquet"
 
 
+def work_file(name: str, shard: int | str) -> str:
+    """A shard's intermediate file under work/ (not released)."""
+    label = shard if isinstance(shard, str) else f"{shard:0{SHARD_WIDTH}d}"
+    return f"work/{name}/shard-{label}.parquet"
+
+
 def resized_dir(shard: int | str) -> str:
     label = shard if isinstance(shard, str) else f"{shard:0{SHARD_WIDTH}d}"
     return f"resized/shard-{label}"

@@ -9,17 +9,25 @@ and the words of its `filename`. They come
 from the parse the text features already made (page_words keeps each <img>'s
 caption), never from a second one.
 
-Every row records what a caption-set builder filters on: its length in
-words, the share of its tokens that are words, whether it is boilerplate
-(only placeholder words: "image", "photo", "click here", ...; or a word of
-page furniture anywhere: "logo", "icon", "banner", ...), and how many <img> of the
-page carry the same text of that kind (a text shared by many images names
-none of them). `keep` applies the default filter of `text.captions`, and
-`reason` says which test a dropped caption failed first.
+Every row records what a caption-set builder filters on. From the words:
+its length, the share of its tokens that are words, whether it is
+boilerplate (only placeholder words: "image", "photo", "click here", ...; a
+word of page furniture anywhere: "logo", "icon", "banner", ...; or a file
+name), how many <img> of the page carry the same text. From what the build
+knows beyond the words: the image's size (an icon or a banner is no photo to
+describe), what its file name says (a rendered vector drawing, a file named
+as furniture), and how many pages and image files of the whole collection
+carry the same text, and how many pages show the same file (interface
+furniture repeats across pages; a description names one image). The text
+shards write the candidate rows and each page's texts (`caption_candidates`,
+`caption_texts`); one job counts over every shard (`collection_counts`) and
+applies the default filter of `text.captions` (`keep`, and `reason`: the
+first test a dropped caption failed).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -32,18 +40,30 @@ from lxml import etree
 EDGE_PUNCTUATION = "\"'.,;:!?()[]{}<>«»“”‘’-–—/|"
 LETTERS = re.compile(r"^[^\W\d_]+(?:['’-][^\W\d_]+)*$")
 # Extensions an image's file name may end with, possibly several (MediaWiki renders `x.svg` as `x.svg.png`).
-IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".bmp", ".webp", ".svg", ".tif",
-                            ".tiff", ".ico", ".avif", ".jp2"})
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".bmp", ".webp", ".svg", ".svgz",
+                            ".tif", ".tiff", ".ico", ".avif", ".jp2"})
+VECTOR_SUFFIXES = frozenset({".svg", ".svgz"})
 FILENAME_SEPARATORS = re.compile(r"[\W_]+")
+# Size marks of wiki and CMS thumbnails, not words of the name: MediaWiki prefixes the width
+# (`220px-Eiffel_Tower.jpg`), WordPress suffixes width x height (`eiffel-tower-300x200.jpg`).
+SIZE_PREFIX = re.compile(r"^\d+px-", re.IGNORECASE)
+SIZE_SUFFIX = re.compile(r"-\d+x\d+$", re.IGNORECASE)
+# Wiki file names run words together in CamelCase (`EleanorRigbyStatue`, `HallelujahILoveHerSo`).
+CAMEL_CASE = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # What sites write when they have nothing to say about an image ...
 BOILERPLATE_WORDS = frozenset({
     "image", "images", "img", "photo", "photos", "picture", "pic", "thumbnail", "thumb", "untitled",
     "loading", "arrow", "graphic", "jpg", "jpeg", "png", "gif", "click", "here", "enlarge", "a", "an", "the",
     "of", "this", "to", "see", "view", "larger",
 })
-# ... and words that say the image is page furniture, not content, wherever they stand.
+# ... and words that say the image is page furniture, not content, wherever they stand; file names
+# also use the short forms of web templates.
 FURNITURE_WORDS = frozenset({"logo", "icon", "banner", "button", "spacer", "placeholder", "avatar", "sprite",
                              "loader"})
+FURNITURE_FILE_WORDS = FURNITURE_WORDS | {"btn", "nav", "navbar", "mainnav", "menu", "bullet"}
+# A furniture word names the image in a label ("ACME logo"); a description may mention one ("The
+# banner reads ..."): it counts in texts of fewer tokens than this.
+LABEL_TOKENS = 8
 CAPTION_CLASS = re.compile(r"caption", re.IGNORECASE)
 CAPTION_SEARCH_DEPTH = 3  # ancestors of an <img> searched for a caption element
 KINDS = ("alt", "title", "caption", "filename")
@@ -54,15 +74,32 @@ class CaptionFilter:
     """The default filter of `text.captions` (config.schema.yaml documents each key)."""
 
     min_words: int = 2
-    max_words: int = 50
+    min_filename_words: int = 3
+    max_words: int = 120
     min_word_share: float = 0.5
     max_same_on_page: int = 3
+    min_image_side: int = 60
+    max_image_aspect: float = 3.0
+    max_pages: int = 4
+    max_images: int = 4
 
     @classmethod
     def from_config(cls, text: dict) -> "CaptionFilter":
         captions = text["captions"]
-        return cls(captions["min_words"], captions["max_words"], captions["min_word_share"],
-                   captions["max_same_on_page"])
+        return cls(**{name: captions[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class ImageFile:
+    """What an image's address says of its file."""
+
+    key: str  # the file's name, lowercased, without size marks: the same file whatever its thumbnail
+    words: str  # the words of its name: the `filename` caption ("" when it has no letters)
+    drawing: bool  # a vector drawing (SVG), maybe served rendered (`Star_full.svg.png`)
+    furniture: bool  # a word of its name says page furniture (logo, icon, btn, nav, ...)
+
+
+NO_FILE = ImageFile("", "", False, False)
 
 
 def enclosing_caption(img: etree._Element) -> str:
@@ -90,24 +127,41 @@ def _text_of(element: etree._Element) -> str:
     return " ".join("".join(element.itertext()).split())
 
 
-def filename_words(img_src: str) -> str:
-    """The words of an image's file name: `Eiffel_Tower_2011.jpg` -> `Eiffel Tower 2011`; every
-    trailing image extension goes (`Star_full.svg.png`, a rendered SVG, -> `Star full`)."""
+@functools.lru_cache(maxsize=1 << 16)  # interface files recur on every page
+def image_file(img_src: str) -> ImageFile:
+    """The file an image's address names: `//upload.wikimedia.org/.../220px-Eiffel_Tower_2011.jpg`
+    has the key `eiffel_tower_2011.jpg` and the words `Eiffel Tower 2011`; every trailing image
+    extension goes (`Star_full.svg.png`, a rendered SVG, gives `Star full`, a drawing)."""
     try:
-        path = urlsplit(img_src.strip()).path
+        address = urlsplit(img_src.strip())
     except ValueError:
-        return ""
-    stem = PurePosixPath(unquote(path)).name
+        return NO_FILE
+    if address.scheme == "data":  # the image is in the address: no file, no name
+        return NO_FILE
+    stem, suffixes = PurePosixPath(unquote(address.path)).name, ""
     while PurePosixPath(stem).suffix.lower() in IMAGE_SUFFIXES:
+        suffixes = PurePosixPath(stem).suffix.lower() + suffixes
         stem = PurePosixPath(stem).stem
-    text = " ".join(part for part in FILENAME_SEPARATORS.split(stem) if part)
-    return text if any(char.isalpha() for char in text) else ""
+    stem = SIZE_SUFFIX.sub("", SIZE_PREFIX.sub("", stem))
+    words = [word for part in FILENAME_SEPARATORS.split(stem) if part for word in CAMEL_CASE.split(part)]
+    text = " ".join(words)
+    return ImageFile(
+        key=(stem + suffixes).lower() if stem else "",
+        words=text if any(char.isalpha() for char in text) else "",
+        drawing=any(suffix in suffixes for suffix in VECTOR_SUFFIXES),
+        furniture=any(word.lower() in FURNITURE_FILE_WORDS for word in words),
+    )
+
+
+def filename_words(img_src: str) -> str:
+    """The words of an image's file name: `Eiffel_Tower_2011.jpg` -> `Eiffel Tower 2011`."""
+    return image_file(img_src).words
 
 
 def occurrence_captions(attributes: dict[str, str], caption: str, img_src: str) -> dict[str, str]:
     """The non-empty caption texts of one <img> occurrence, by kind, whitespace collapsed."""
     texts = {"alt": attributes.get("alt", ""), "title": attributes.get("title", ""), "caption": caption,
-             "filename": filename_words(img_src)}
+             "filename": image_file(img_src).words if img_src else ""}
     return {kind: " ".join(text.split()) for kind, text in texts.items() if text and text.strip()}
 
 
@@ -120,31 +174,77 @@ def page_text_counts(images) -> Counter:
     return counts
 
 
+def page_texts(page_id: str, images, first_src) -> list[dict]:
+    """The `caption_texts` rows of a page: each distinct (kind, text, file) of its <img> elements, what
+    the collection-wide counts count. `first_src(element)`: the address the element shows."""
+    seen: dict[tuple[str, str, str], None] = {}
+    for element in images:
+        src = first_src(element)
+        key = image_file(src).key
+        for kind, text in occurrence_captions(element.attributes, element.caption, src).items():
+            seen[(kind, text, key)] = None
+    return [{"page_id": page_id, "kind": kind, "text": text, "file": key} for kind, text, key in seen]
+
+
 def caption_row(image_id: str, page_id: str, kind: str, text: str, same_on_page: int,
-                rules: CaptionFilter) -> dict:
+                size: tuple[int, int] | None = None, file: ImageFile | None = None) -> dict:
+    """A candidate row: the measures one page and the images table give (the counts over the
+    collection and the verdict come with `filter_row`)."""
     tokens = [token.strip(EDGE_PUNCTUATION) for token in text.split()]
     tokens = [token for token in tokens if token]
     words = sum(1 for token in tokens if LETTERS.match(token))
-    share = words / len(tokens) if tokens else 0.0
     lowered = [token.lower() for token in tokens]
     boilerplate = bool(tokens) and (all(token in BOILERPLATE_WORDS for token in lowered)
-                                    or any(token in FURNITURE_WORDS for token in lowered))
-    reason = _dropped_because(words, share, boilerplate, same_on_page, rules)
+                                    or (len(tokens) < LABEL_TOKENS and any(token in FURNITURE_WORDS for token in lowered))
+                                    or any(_is_file_name(token) for token in lowered))
+    file = file or NO_FILE
     return {"image_id": image_id, "page_id": page_id, "kind": kind, "text": text, "words": words,
-            "word_share": share, "boilerplate": boilerplate, "same_on_page": same_on_page,
-            "keep": reason is None, "reason": reason}
+            "word_share": words / len(tokens) if tokens else 0.0, "boilerplate": boilerplate,
+            "same_on_page": same_on_page, "width": size[0] if size else None, "height": size[1] if size else None,
+            "drawing": file.drawing, "furniture_file": file.furniture, "file": file.key}
 
 
-def _dropped_because(words: int, share: float, boilerplate: bool, same_on_page: int,
-                     rules: CaptionFilter) -> str | None:
-    if boilerplate:
+def _is_file_name(token: str) -> bool:
+    """A token that is an image's file name (`us_sed.jpg`): a page that names its images by file."""
+    return PurePosixPath(token).suffix in IMAGE_SUFFIXES and len(token) > len(PurePosixPath(token).suffix)
+
+
+def filter_row(row: dict, text_pages: int, text_images: int, file_pages: int, rules: CaptionFilter) -> dict:
+    """The final `page_captions` row of a candidate: its counts over the collection, keep and reason."""
+    row = {**row, "text_pages": text_pages, "text_images": text_images, "file_pages": file_pages}
+    reason = dropped_because(row, rules)
+    row.update(keep=reason is None, reason=reason)
+    return row
+
+
+def dropped_because(row: dict, rules: CaptionFilter) -> str | None:
+    """The first test of the default filter a caption fails: what the file is, the image's size,
+    the words, then repetition on the page and across the collection; None if it passes."""
+    filename = row["kind"] == "filename"
+    width, height = row["width"], row["height"]
+    if row["boilerplate"]:
         return "boilerplate"
-    if words < rules.min_words:
+    if row["furniture_file"]:
+        return "furniture file"
+    if filename and row["drawing"]:
+        return "drawing"  # its name names a symbol (a star, a flag, a logo), not what a photo shows
+    if width is not None and height is not None:
+        if min(width, height) < rules.min_image_side:
+            return "image too small"
+        if max(width, height) > rules.max_image_aspect * min(width, height):
+            return "image too elongated"
+    if row["words"] < (rules.min_filename_words if filename else rules.min_words):
         return "too short"
-    if words > rules.max_words:
+    if row["words"] > rules.max_words:
         return "too long"
-    if share < rules.min_word_share:
+    if row["word_share"] < rules.min_word_share:
         return "few words"
-    if same_on_page > rules.max_same_on_page:
+    if row["same_on_page"] > rules.max_same_on_page:
         return "repeated on the page"
+    if row["text_pages"] > rules.max_pages:
+        return "repeated across pages"
+    if row["file_pages"] > rules.max_pages:
+        return "image on many pages"
+    if row["text_images"] > rules.max_images:
+        return "text of many images"
     return None

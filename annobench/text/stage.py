@@ -6,7 +6,10 @@ pages read from web archives (input.warc) the page's address. Work is
 split by image shard (the shard of the image_id, as for every other table),
 so a page is parsed by each shard that has an image on it; its cleaned copy
 and its `pages` row are written once, by its owner: the shard of the
-smallest image_id on it.
+smallest image_id on it, which also writes the page's caption texts. The
+`page_captions` table needs counts over every page (text.captions), so the
+shards write candidate rows under work/ and one job (page_captions_job)
+writes the table of every shard.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from annobench.core import layout
 from annobench.core.fingerprint import file_state
@@ -31,7 +36,17 @@ from annobench.sources.ids import shard_of
 from annobench.sources.inventory import InventoryError
 from annobench.sources.page_images import page_base
 from annobench.sources.pages import Page, PageLimits, PageRejected, read_page
-from annobench.text.captions import KINDS, CaptionFilter, caption_row, occurrence_captions, page_text_counts
+from annobench.sources.page_images import candidate_urls
+from annobench.text.captions import (
+    KINDS,
+    CaptionFilter,
+    caption_row,
+    filter_row,
+    image_file,
+    occurrence_captions,
+    page_text_counts,
+    page_texts,
+)
 from annobench.text.features import (
     TextParams,
     not_found_reason,
@@ -41,7 +56,26 @@ from annobench.text.features import (
     top_terms,
 )
 
-TEXT_TABLES = ("text_terms", "image_urls", "pages", "pages_xml", "text_rejects", "page_captions")
+# What a text shard writes under tables/ and under work/; page_captions is written from every shard's work files.
+SHARD_TABLES = ("text_terms", "image_urls", "pages", "pages_xml", "text_rejects")
+CAPTION_WORK = ("caption_candidates", "caption_texts")
+TEXT_TABLES = (*SHARD_TABLES, "page_captions")
+
+# The measures of a caption that one page and the images table give.
+CANDIDATE_COLUMNS = [
+    column("image_id", pa.string(), "key of the image"),
+    column("page_id", pa.string(), "the page that gives the caption"),
+    column("kind", pa.string(), "alt | title | caption (figcaption, table caption, caption class) | filename"),
+    column("text", pa.string(), "the caption, whitespace collapsed"),
+    column("words", pa.int32(), "tokens that are words (letters only, edge punctuation stripped)"),
+    column("word_share", pa.float32(), "words / tokens"),
+    column("boilerplate", pa.bool_(), "only placeholder words, or a furniture word or a file name among them"),
+    column("same_on_page", pa.int32(), "<img> elements of the page with this same text of this kind"),
+    column("width", pa.int32(), "the image's width in pixels (images table)", nullable=True),
+    column("height", pa.int32(), "the image's height in pixels (images table)", nullable=True),
+    column("drawing", pa.bool_(), "the file is a vector drawing (SVG), maybe served rendered (x.svg.png)"),
+    column("furniture_file", pa.bool_(), "a word of the file name says page furniture (logo, icon, btn, nav, ...)"),
+]
 
 SCHEMAS = {
     "text_terms": pa.schema([
@@ -73,16 +107,22 @@ SCHEMAS = {
         column("reason", pa.string(), "why the image has no text from this page"),
     ]),
     "page_captions": pa.schema([
-        column("image_id", pa.string(), "key of the image"),
-        column("page_id", pa.string(), "the page that gives the caption"),
-        column("kind", pa.string(), "alt | title | caption (figcaption, table caption, caption class) | filename"),
-        column("text", pa.string(), "the caption, whitespace collapsed"),
-        column("words", pa.int32(), "tokens that are words (letters only, edge punctuation stripped)"),
-        column("word_share", pa.float32(), "words / tokens"),
-        column("boilerplate", pa.bool_(), "every token is a placeholder word (image, photo, logo, click, here, ...)"),
-        column("same_on_page", pa.int32(), "<img> elements of the page with this same text of this kind"),
+        *CANDIDATE_COLUMNS,
+        column("text_pages", pa.int32(), "pages of the collection with an <img> carrying this text as this kind"),
+        column("text_images", pa.int32(), "image files of the collection carrying this text as this kind"),
+        column("file_pages", pa.int32(), "pages of the collection showing the image's file (1 when its address names none)"),
         column("keep", pa.bool_(), "passes the default filter of text.captions"),
         column("reason", pa.string(), "the first filter it fails, null if kept", nullable=True),
+    ]),
+    "caption_candidates": pa.schema([
+        *CANDIDATE_COLUMNS,
+        column("file", pa.string(), "the image's file name, lowercased, size marks removed ('' if none)"),
+    ]),
+    "caption_texts": pa.schema([
+        column("page_id", pa.string(), "a page the shard owns"),
+        column("kind", pa.string(), "alt | title | caption | filename"),
+        column("text", pa.string(), "a text of that kind of an <img> of the page"),
+        column("file", pa.string(), "that <img>'s file name, lowercased, size marks removed ('' if none)"),
     ]),
 }
 
@@ -227,26 +267,32 @@ def text_plan_for(config: dict, n_shards: int) -> TextPlan | None:
 
 @dataclass
 class TextResult:
-    tables: dict[str, list[dict]]
+    tables: dict[str, list[dict]]  # SHARD_TABLES and CAPTION_WORK
     terms_by_image: dict[str, list[tuple[str, float]]]
+
+    def page_captions(self, rules: CaptionFilter = CaptionFilter()) -> list[dict]:
+        """The page_captions rows when these pages are the whole collection (one process, no shards)."""
+        texts = rows_to_table(self.tables["caption_texts"], SCHEMAS["caption_texts"])
+        candidates = rows_to_table(self.tables["caption_candidates"], SCHEMAS["caption_candidates"])
+        return filter_captions(candidates, *collection_counts(texts), rules)
 
 
 def extract_text(
     rows: list[MappingRow], pages, params: TextParams, limits: PageLimits,
     owned: Callable[[str], bool] = lambda page_id: True, log: Callable[[str], None] = print,
-    every_seconds: float = 10.0, caption_filter: CaptionFilter = CaptionFilter(),
-    images: set[str] | None = None,
+    every_seconds: float = 10.0, images: dict[str, tuple[int, int]] | None = None,
 ) -> TextResult:
     """Text features of the images in `rows`, from their pages (a folder or a page store), with every
-    problem reported. With `images` (the ingested images), the rows of other images give no row
-    of any table: an image the ingest rejected has its reason in `rejects`, and the dataset holds
-    nothing else of it. Their pages are still read and written by the shard that owns them."""
+    problem reported. With `images` (the ingested images and their width and height), the rows of
+    other images give no row of any table: an image the ingest rejected has its reason in
+    `rejects`, and the dataset holds nothing else of it. Their pages are still read and written,
+    with their caption texts, by the shard that owns them."""
     pages = FolderPages(pages) if isinstance(pages, (str, Path)) else pages
     by_page: dict[str, list[MappingRow]] = defaultdict(list)
     for row in rows:
         by_page[row.page_id].append(row)
     kept = [row for row in rows if images is None or row.image_id in images]
-    tables: dict[str, list[dict]] = {name: [] for name in TEXT_TABLES}
+    tables: dict[str, list[dict]] = {name: [] for name in (*SHARD_TABLES, *CAPTION_WORK)}
     scores: dict[str, dict[str, float]] = {}
     progress = Progress("text pages", len(by_page), log, every_seconds)
     for page_id in sorted(by_page):
@@ -261,15 +307,17 @@ def extract_text(
                 tables["pages"].append({"page_id": page_id, "encoding": None, "title": None, "status": str(error)})
             progress.step(rejected=True)
             continue
+        words = page_words(page, params)
         if owned(page_id):
             tables["pages"].append({"page_id": page_id, "encoding": page.encoding, "title": page.title, "status": "ok"})
             tables["pages_xml"].append({"page_id": page_id, "xml": page.to_xml()})
-        words = page_words(page, params)
+            tables["caption_texts"].extend(page_texts(page_id, words.images, _first_src))
         shared = page_text_counts(words.images)
         for row in page_rows:
             base = page_base(page, row.page_url)
             found = occurrences(words, row.img_src, base)
-            tables["page_captions"].extend(image_captions(row, found, shared, caption_filter))
+            size = images.get(row.image_id) if images is not None else None
+            tables["caption_candidates"].extend(image_captions(row, found, shared, size))
             tables["image_urls"].append({
                 "image_id": row.image_id, "page_id": page_id, "img_src": row.img_src,
                 "url": _resolved(row.img_src, base), "occurrences": len(found),
@@ -297,17 +345,28 @@ def extract_text(
     progress.finish()
     for name in ("text_rejects", "image_urls"):
         tables[name].sort(key=lambda r: (r["image_id"], r["page_id"], r.get("img_src", ""), r.get("reason", "")))
-    tables["page_captions"].sort(key=lambda r: (r["image_id"], r["page_id"], KINDS.index(r["kind"]), r["text"]))
+    tables["caption_candidates"].sort(key=caption_order)
     return TextResult(tables=tables, terms_by_image=terms_by_image)
 
 
-def image_captions(row: MappingRow, found: list, shared: Counter, rules: CaptionFilter) -> list[dict]:
-    """The caption rows of one mapped image on its page: each kind's distinct texts over its occurrences."""
+def caption_order(row: dict) -> tuple:
+    return row["image_id"], row["page_id"], KINDS.index(row["kind"]), row["text"]
+
+
+def _first_src(element) -> str:
+    """The address an <img> shows first (its src, else a lazy-load or srcset one): its file."""
+    urls = candidate_urls(element)
+    return urls[0] if urls else ""
+
+
+def image_captions(row: MappingRow, found: list, shared: Counter, size: tuple[int, int] | None) -> list[dict]:
+    """The caption candidates of one mapped image on its page: each kind's distinct texts over its occurrences."""
     texts: dict[tuple[str, str], None] = {}
     for element in found:
         for kind, text in occurrence_captions(element.attributes, element.caption, row.img_src).items():
             texts[(kind, text)] = None
-    return [caption_row(row.image_id, row.page_id, kind, text, shared.get((kind, text), 1), rules)
+    file = image_file(row.img_src)
+    return [caption_row(row.image_id, row.page_id, kind, text, shared.get((kind, text), 1), size, file)
             for kind, text in texts]
 
 
@@ -321,9 +380,32 @@ def _resolved(img_src: str, base: str) -> str | None:
 
 
 def write_text_tables(result: TextResult, out_dir: Path | str, shard: int | str, params_hash: str) -> None:
-    for name in TEXT_TABLES:
+    """A shard's tables, and its caption candidates and page texts for page_captions_job."""
+    for name in SHARD_TABLES:
         path = Path(out_dir) / layout.table_file(name, shard)
         write_table(rows_to_table(result.tables[name], SCHEMAS[name]), path, name, params_hash)
+    for name in CAPTION_WORK:
+        path = Path(out_dir) / layout.work_file(name, shard)
+        write_table(rows_to_table(result.tables[name], SCHEMAS[name]), path, name, params_hash)
+
+
+def collection_counts(texts: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Over every page's caption texts: the pages and image files that carry each (kind, text), and
+    the pages that show each file. Arrow counts them: a collection's texts need not fit in dicts."""
+    by_text = texts.group_by(["kind", "text"]).aggregate([("page_id", "count_distinct"), ("file", "count_distinct")])
+    by_text = by_text.rename_columns({"page_id_count_distinct": "text_pages", "file_count_distinct": "text_images"})
+    named = texts.filter(pc.not_equal(texts["file"], ""))
+    by_file = named.group_by("file").aggregate([("page_id", "count_distinct")])
+    return by_text, by_file.rename_columns({"page_id_count_distinct": "file_pages"})
+
+
+def filter_captions(candidates: pa.Table, by_text: pa.Table, by_file: pa.Table, rules: CaptionFilter) -> list[dict]:
+    """The page_captions rows of a shard's candidates, with the collection's counts and the default filter."""
+    joined = candidates.join(by_text, keys=["kind", "text"], join_type="left outer")
+    joined = joined.join(by_file, keys="file", join_type="left outer")
+    rows = [filter_row(row, row["text_pages"] or 1, row["text_images"] or 1, row["file_pages"] or 1, rules)
+            for row in joined.to_pylist()]
+    return sorted(rows, key=caption_order)
 
 
 def text_shard_job(job: Job) -> list[dict]:
@@ -336,15 +418,38 @@ def text_shard_job(job: Job) -> list[dict]:
         plan = recorded_plan(job.input("mapping"), job, n_shards)
     text = job.config["text"]
     rows = plan.shards[shard]
-    ingested = image_ids(job.input_list("images"))
-    _log_rows_without_image(rows, ingested, job.log)
+    ingested = image_sizes(job.input_list("images"))
+    _log_rows_without_image(rows, set(ingested), job.log)
     result = extract_text(
         rows, plan.pages, TextParams.from_config(text), PageLimits.from_config(text),
         owned=lambda page_id: plan.owners[page_id] == shard, log=job.log, every_seconds=job.every_seconds,
-        caption_filter=CaptionFilter.from_config(text), images=ingested,
+        images=ingested,
     )
     write_text_tables(result, job.out_dir, shard, job.params["params_hash"])
     return [plan.pages.raw_input(page_id) for page_id in sorted({row.page_id for row in plan.shards[shard]})]
+
+
+def image_sizes(images_tables: list[str]) -> dict[str, tuple[int, int]]:
+    """image_id -> (width, height) of the ingested images."""
+    sizes = {}
+    for path in images_tables:
+        columns = pq.read_table(path, columns=["image_id", "width", "height"]).to_pydict()
+        sizes.update(zip(columns["image_id"], zip(columns["width"], columns["height"])))
+    return sizes
+
+
+def page_captions_job(job: Job) -> None:
+    """Rule page_captions: every shard's page_captions, from every shard's candidates and page texts."""
+    rules = CaptionFilter.from_config(job.config["text"])
+    texts = pa.concat_tables([pq.read_table(path) for path in job.input_list("texts")])
+    by_text, by_file = collection_counts(texts)
+    kept = dropped = 0
+    for candidates, out_path in zip(job.input_list("candidates"), job.output_list("tables"), strict=True):
+        rows = filter_captions(pq.read_table(candidates), by_text, by_file, rules)
+        write_table(rows_to_table(rows, SCHEMAS["page_captions"]), out_path, "page_captions", job.params["params_hash"])
+        kept += sum(row["keep"] for row in rows)
+        dropped += sum(not row["keep"] for row in rows)
+    job.log(f"{texts.num_rows} page texts counted; {kept} captions kept, {dropped} dropped")
 
 
 def _log_rows_without_image(rows: list[MappingRow], ingested: set[str], log: Callable[[str], None]) -> None:

@@ -15,7 +15,7 @@ from annobench.core.fingerprint import code_fingerprint, folder_state, params_ha
 from annobench.plan import PlanError, make_plan
 from annobench.regions.stage import REGION_TABLES
 from annobench.release.browser.source import PER_IMAGE
-from annobench.text.stage import TEXT_TABLES
+from annobench.text.stage import CAPTION_WORK, SHARD_TABLES, TEXT_TABLES
 from annobench.visual.stage import FEATURES
 
 # With input.warc, making the plan reads the web archives' catalogue and caches it under

@@ -1,6 +1,10 @@
 # Near-image text features: per image shard, from the pages its images appeared in (Villegas and
 # Paredes 2014, section 2.3, equation 1; the DOM factors after La Cascia et al. 1998).
 
+# The text shards' settings: the caption filter (text.captions) is page_captions' alone, so
+# changing it reruns one small job, not the parsing of every page.
+TEXT_SHARD_SETTINGS = {key: value for key, value in config["text"].items() if key != "captions"}
+
 
 
 rule text_shard:
@@ -10,14 +14,16 @@ rule text_shard:
         mapping=PLAN.page_map,
         warc_slices=WARC_SLICES,
     output:
-        **{name: out(layout.table_file(name, "{shard}")) for name in TEXT_TABLES},
+        **{name: out(layout.table_file(name, "{shard}")) for name in SHARD_TABLES},
+        # The caption candidates and the texts of the pages the shard owns: page_captions' inputs.
+        **{name: out(layout.work_file(name, "{shard}")) for name in CAPTION_WORK},
     log:
         out(layout.log_file("text", "{shard}")),
     params:
         listing=lambda wildcards: PLAN.text.fingerprint(int(wildcards.shard)),
         n_shards=INVENTORY.n_shards,
-        settings=config["text"],
-        params_hash=params_hash(config["text"]),
+        settings=TEXT_SHARD_SETTINGS,
+        params_hash=params_hash(TEXT_SHARD_SETTINGS),
         code=script_code("text_shard.py"),
     resources:
         # A page may be up to max_page_bytes; its DOM takes some ten times that.
@@ -27,6 +33,29 @@ rule text_shard:
         "../../envs/annobench.yaml"
     script:
         "../../scripts/text_shard.py"
+
+
+rule page_captions:
+    """Every shard's page_captions: the candidates with their counts over the whole collection
+    (pages and image files with the same text, pages with the same file) and the default filter."""
+    input:
+        candidates=expand(out(layout.work_file("caption_candidates", "{shard}")), shard=SHARDS),
+        texts=expand(out(layout.work_file("caption_texts", "{shard}")), shard=SHARDS),
+    output:
+        tables=shard_tables("page_captions"),
+    log:
+        out("logs/page_captions.log"),
+    params:
+        settings=config["text"]["captions"],
+        params_hash=params_hash(config["text"]["captions"]),
+        code=script_code("page_captions.py"),
+    resources:
+        # Every page's distinct caption texts are counted at once: some 30 an image, 200 bytes each.
+        mem_mb=1024 + (6 * INVENTORY.n_images) // 1000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/page_captions.py"
 
 
 rule text_scofeat:
