@@ -15,6 +15,7 @@ import yaml
 from helpers import (
     KIWIX,
     MSRC,
+    POPULAR,
     REAL_IMAGES,
     REPO,
     TIER_GUARD,
@@ -24,6 +25,7 @@ from helpers import (
     msrc_kiwix_config,
     require_shared,
     run_snakemake,
+    saved_pages_build_in,
     shared_build,
 )
 from tiers import mark_items, tier_marks
@@ -136,3 +138,17 @@ def msrc_workdir(tmp_path_factory) -> Path:
 def msrc_build(msrc_workdir) -> Path:
     """Output folder of the real MSRC-v2 + kiwix build."""
     return msrc_workdir / "out"
+
+
+@pytest.fixture(scope="session")
+def kiwix_build(tmp_path_factory) -> Path:
+    """Output folder of the shared kiwix Wikipedia pages built with their images (no benchmark)."""
+    return shared_build(tmp_path_factory, "kiwix_build", lambda workdir: saved_pages_build_in(workdir, KIWIX)) / "out"
+
+
+@pytest.fixture(scope="session")
+def popular_text_build(tmp_path_factory) -> Path:
+    """Output folder of the shared popular web pages (dataset_popular) with their images: the
+    images and the text tables only (target text_all)."""
+    return shared_build(tmp_path_factory, "popular_text_build",
+                        lambda workdir: saved_pages_build_in(workdir, POPULAR, "text_all")) / "out"

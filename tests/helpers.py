@@ -27,6 +27,7 @@ SCENE = REAL / "multilabel" / "scene"
 SCENE_FEATURES = 294
 MSRC = REAL / "segmentations" / "msrc_v2"
 KIWIX = REAL / "pages" / "kiwix_wikipedia"
+POPULAR = REAL / "pages" / "dataset_popular"
 MSRC_FEATURES = ["colorhist", "getlf", "gist", "bow_sift"]
 
 
@@ -227,6 +228,28 @@ def msrc_kiwix_config(workdir: Path) -> Path:
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
+
+
+def saved_pages_build_in(workdir: Path, pages: Path, *targets: str) -> None:
+    """Saved pages with their images beside them (the shared kiwix or popular pages), the page
+    map derived (annobench pages-map), built without segmentations or a benchmark: a build where
+    the ingest rejects images (interface icons under ingest.min_width) that the pages show.
+    `targets`: only these rules' outputs (text_all: the images and the text tables)."""
+    import yaml
+
+    require_shared(pages)
+    derived = workdir / "derived"
+    done = subprocess.run([sys.executable, "-m", "annobench.cli", "pages-map", "--pages", str(pages),
+                           "--out", str(derived)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    config = {"output": "out",
+              "input": {"image_list": str(derived / "images.csv"), "pages": str(pages),
+                        "page_map": str(derived / "mapping.csv"), "segmentations": ""},
+              "features": {"bow": {"kinds": ["sift"], "words": 50, "iterations": 10}},
+              "benchmark": {"vocabulary": "", "ground_truth": {"source": "", "path": ""}}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = run_snakemake(workdir, *targets, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
+    (workdir / "build.log").write_text(done.stdout, encoding="utf-8")
 
 
 def shared_build(tmp_path_factory, name: str, make) -> Path:

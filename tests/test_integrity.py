@@ -10,35 +10,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
-import yaml
 
 from annobench.release.integrity import check_keys, is_rejects
-from helpers import KIWIX, REPO, require_shared, run_snakemake, shared_build
-
-
-def kiwix_build_in(workdir: Path) -> None:
-    """The shared kiwix Wikipedia pages with the images saved beside them, the page map derived
-    (annobench pages-map), built without segmentations or a benchmark: a build where the ingest
-    rejects images (interface icons under ingest.min_width) that the pages show."""
-    require_shared(KIWIX)
-    derived = workdir / "derived"
-    done = subprocess.run([sys.executable, "-m", "annobench.cli", "pages-map", "--pages", str(KIWIX),
-                           "--out", str(derived)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    config = {"output": "out",
-              "input": {"image_list": str(derived / "images.csv"), "pages": str(KIWIX),
-                        "page_map": str(derived / "mapping.csv"), "segmentations": ""},
-              "features": {"bow": {"kinds": ["sift"], "words": 50, "iterations": 10}},
-              "benchmark": {"vocabulary": "", "ground_truth": {"source": "", "path": ""}}}
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    done = run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
-    (workdir / "build.log").write_text(done.stdout, encoding="utf-8")
-
-
-@pytest.fixture(scope="session")
-def kiwix_build(tmp_path_factory) -> Path:
-    return shared_build(tmp_path_factory, "kiwix_build", kiwix_build_in) / "out"
+from helpers import REPO, run_snakemake
 
 
 def column_values(table: Path, column: str) -> set:
