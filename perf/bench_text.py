@@ -5,7 +5,8 @@
 For each collection: reading, decoding, parsing and cleaning every page
 (and its well-formed XML copy), then the whole text extraction of the
 mapping derived from the folder (pages parsed again, words weighted for
-every image occurrence). One core.
+every image occurrence, caption candidates), and the caption filter with
+its counts over the collection (rule page_captions). One core.
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ def extract_all(folder) -> None:
     pages = {r.page_id for r in rows}
     started = time.perf_counter()
     result = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None)
+    captions = result.page_captions()
     elapsed = time.perf_counter() - started
     print(f"{folder.name:16s} text features: {len(rows)} image/page rows on {len(pages)} pages in {elapsed:.2f} s = "
-          f"{len(pages) / elapsed:.0f} pages/s, {len(result.terms_by_image)} images")
+          f"{len(pages) / elapsed:.0f} pages/s, {len(result.terms_by_image)} images, {len(captions)} caption rows")
 
 
 def main() -> None:
