@@ -232,6 +232,11 @@ def test_text_tables_are_the_same_bytes_with_one_or_two_cores(tmp_path):
         trees.append(tree_bytes(workdir / "out"))
     assert sum(name.startswith("tables/text_terms/") for name in trees[0]) == 8
     assert trees[0] == trees[1]
+    # The caption filter counts over every shard in one job: changing it reruns that job alone.
+    filter_change = workdir / "captions.yaml"
+    filter_change.write_text(yaml.safe_dump({"text": {"captions": {"min_image_side": 100}}}))
+    jobs = planned_jobs(workdir, config, "text_all", "--configfile", str(config), str(filter_change))
+    assert jobs == {"page_captions": 1, "text_all": 1}
 
 
 def test_id_collision_stops_the_workflow_with_a_clear_error(tmp_path):
