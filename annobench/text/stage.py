@@ -31,7 +31,7 @@ from annobench.core.fingerprint import file_state
 from annobench.core.jobs import Job
 from annobench.core.progress import Progress
 from annobench.core.tables import field as column
-from annobench.core.tables import image_ids, rows_to_table, write_table
+from annobench.core.tables import rows_to_table, write_table
 from annobench.sources.ids import shard_of
 from annobench.sources.inventory import InventoryError
 from annobench.sources.page_images import page_base
