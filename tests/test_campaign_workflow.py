@@ -348,8 +348,8 @@ def test_a_run_added_later_reruns_only_its_own_job_and_the_gathering_ones(demo_w
     submit(folder, "beta", "most_frequent.txt", (out / "runs/most_frequent.txt").read_bytes(),
            metadata("beta", "most_frequent", "annotation", "visual"))
     dry = run_snakemake(tmp_path, "-n", "--cores", "2", "--configfile", str(tmp_path / "config.yaml"))
-    assert planned_jobs(dry) == {"submission": 1, "campaign_results": 1, "benchmark_report": 1, "integrity": 1, "browse": 1,
-                                 "release": 1, "all": 1}, dry.stdout[-3000:]
+    assert planned_jobs(dry) == {"submission": 1, "campaign_results": 1, "benchmark_report": 1, "integrity": 1,
+                                 "browse": 1, "release": 1, "all": 1}, dry.stdout[-3000:]
     assert "work/submissions/beta/most_frequent.json" in dry.stdout
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(tmp_path / "config.yaml"))
     assert (out / "work/submissions/alpha/random.json").read_bytes() == first
