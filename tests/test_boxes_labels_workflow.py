@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers import MSRC, REAL, require_shared, run_snakemake
+from helpers import MSRC, REAL, require_shared, run_snakemake, shared_build
 
 PHOTOS = 40
 CONCEPTS = ["building", "tree", "cow", "horse", "sheep", "sky", "mountain", "aeroplane", "water", "face", "car",
@@ -39,11 +39,15 @@ def labels_config(workdir: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def build(tmp_path_factory) -> tuple[Path, str]:
-    workdir = tmp_path_factory.mktemp("labels_from_boxes")
-    result = run_snakemake(workdir, "--cores", "2", "--configfile", str(labels_config(workdir)))
-    return workdir / "out", result.stdout
+    """The build and its console output, made once per run whatever the workers."""
+    def make(workdir: Path) -> None:
+        result = run_snakemake(workdir, "--cores", "2", "--configfile", str(labels_config(workdir)))
+        (workdir / "console.txt").write_text(result.stdout, encoding="utf-8")
+
+    workdir = shared_build(tmp_path_factory, "labels_from_boxes", make)
+    return workdir / "out", (workdir / "console.txt").read_text(encoding="utf-8")
 
 
 def test_labels_are_the_concepts_of_the_kept_boxes(build):
