@@ -82,3 +82,21 @@ def test_a_release_without_a_name_of_its_own_mentions_no_other_dataset(kiwix_bui
     card = (release / "README.md").read_text(encoding="utf-8")
     images = pq.read_metadata(next((release / "tables" / "images").glob("*.parquet"))).num_rows
     assert "# out: a dataset built by annobench" in card and f"{images:,} images (" in card
+
+
+def write_table(folder: Path, name: str, rows: dict) -> None:
+    (folder / "tables" / name).mkdir(parents=True)
+    pq.write_table(pa.table(rows), folder / "tables" / name / "all.parquet")
+
+
+def test_rejects_of_other_inputs_may_name_images_the_dataset_lacks(tmp_path):
+    """A segmentation or box line for an unknown image is a reject with that reason, not a dangling
+    key; a text row for the same image is."""
+    write_table(tmp_path, "images", {"image_id": ["a"]})
+    write_table(tmp_path, "rejects", {"image_id": ["b"], "reason": ["cannot decode"]})
+    for table in ("segmentation_rejects", "box_rejects"):
+        write_table(tmp_path, table, {"image_id": ["a", "b", "zz"], "reason": ["x", "y", "no image with this id"]})
+    assert check_keys(tmp_path) == []
+    write_table(tmp_path, "text_rejects", {"image_id": ["zz"], "reason": ["x"]})
+    assert [str(problem) for problem in check_keys(tmp_path)] == [
+        "text_rejects: image_id names no row of images or rejects (the inputs): zz"]

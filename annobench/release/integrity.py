@@ -69,7 +69,11 @@ RELATION_TO = Reference(("image_id", "annotator", "region_j"), "regions", REGION
 REFERENCES = (IMAGE, PAGE, CONCEPT, DUPLICATE, REGION, RELATION_FROM, RELATION_TO)
 # Tables a key does not constrain: the targets themselves, and tables whose column of that name
 # is not that key (`regions` per annotator and region; the region statistics count labels).
-EXEMPT = {IMAGE: {"images"}, PAGE: {"pages"}, CONCEPT: {"concepts"}, REGION: {"regions"}}
+# Rejects of an input other than an image (a segmentation, a box file's line) name the image
+# that input speaks of, which may be none the dataset has: "no image with this id" is one of
+# their reasons, and the row is the record of it.
+OTHER_INPUT_REJECTS = {"segmentation_rejects", "box_rejects"}
+EXEMPT = {IMAGE: {"images", *OTHER_INPUT_REJECTS}, PAGE: {"pages"}, CONCEPT: {"concepts"}, REGION: {"regions"}}
 # Rejects tables list inputs the dataset did not take: their images are inputs, their keys may
 # be empty (a row about a whole source).
 INPUTS = "inputs"
@@ -197,6 +201,7 @@ def report_markdown(problems: list[Dangling], checked: list[str]) -> str:
              "| key | names a row of |", "| --- | --- |"]
     lines += [f"| `{', '.join(r.columns)}` | `{r.target}` ({', '.join(r.target_columns)}) |" for r in REFERENCES]
     lines += ["| `image_id` of a rejects table | `images` or `rejects` (an input) |",
+              f"| `image_id` of {' and '.join(sorted(OTHER_INPUT_REJECTS))} | any: the image their input names |",
               "| a box | its image: inside its width and height |", ""]
     lines += [f"- {problem}" for problem in problems] or ["Every key resolves."]
     return "\n".join(lines) + "\n"
