@@ -100,3 +100,14 @@ def test_rejects_of_other_inputs_may_name_images_the_dataset_lacks(tmp_path):
     write_table(tmp_path, "text_rejects", {"image_id": ["zz"], "reason": ["x"]})
     assert [str(problem) for problem in check_keys(tmp_path)] == [
         "text_rejects: image_id names no row of images or rejects (the inputs): zz"]
+
+
+def test_boxes_may_reach_the_last_pixel_numbered_from_one(tmp_path):
+    """VOC numbers pixels from 1, so a box may end at the image's width; one past it dangles."""
+    write_table(tmp_path, "images", {"image_id": ["a"], "width": [500], "height": [375]})
+    box = {"image_id": ["a"], "xmin": [1], "ymin": [1], "xmax": [500], "ymax": [375]}
+    write_table(tmp_path, "boxes", box)
+    assert check_keys(tmp_path) == []
+    shutil.rmtree(tmp_path / "tables" / "boxes")
+    write_table(tmp_path, "boxes", {**box, "xmax": [501]})
+    assert [problem.values for problem in check_keys(tmp_path)] == [("a (1, 1, 501, 375) in 500x375",)]

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from annobench.benchmark.boxes.model import outside_image
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 
@@ -174,7 +175,8 @@ def _problem(table: str, reference: Reference, target: str, dangling: Counter) -
 
 
 def _box_problems(tables: dict[str, Path]) -> list[Dangling]:
-    """Every box inside its image, whose size `images` gives (inclusive pixel coordinates)."""
+    """Every box inside its image, whose size `images` gives: the range the box reader allows,
+    0..width and 0..height (pixels numbered from 0 or, as VOC, from 1)."""
     if "boxes" not in tables or "images" not in tables:
         return []
     sizes = {}
@@ -186,7 +188,7 @@ def _box_problems(tables: dict[str, Path]) -> list[Dangling]:
         boxes = pq.read_table(path, columns=["image_id", "xmin", "ymin", "xmax", "ymax"]).to_pydict()
         for image_id, *box in zip(boxes["image_id"], boxes["xmin"], boxes["ymin"], boxes["xmax"], boxes["ymax"]):
             size = sizes.get(image_id)
-            if size is not None and not (0 <= box[0] <= box[2] < size[0] and 0 <= box[1] <= box[3] < size[1]):
+            if size is not None and (box[2] < box[0] or box[3] < box[1] or outside_image(*box, size)):
                 outside[f"{image_id} {tuple(box)} in {size[0]}x{size[1]}"] += 1
     if not outside:
         return []
@@ -202,7 +204,7 @@ def report_markdown(problems: list[Dangling], checked: list[str]) -> str:
     lines += [f"| `{', '.join(r.columns)}` | `{r.target}` ({', '.join(r.target_columns)}) |" for r in REFERENCES]
     lines += ["| `image_id` of a rejects table | `images` or `rejects` (an input) |",
               f"| `image_id` of {' and '.join(sorted(OTHER_INPUT_REJECTS))} | any: the image their input names |",
-              "| a box | its image: inside its width and height |", ""]
+              "| a box | its image: within 0..width and 0..height (VOC numbers pixels from 1) |", ""]
     lines += [f"- {problem}" for problem in problems] or ["Every key resolves."]
     return "\n".join(lines) + "\n"
 
