@@ -337,8 +337,12 @@ def test_file_stems():
 
 
 def test_browser_settings():
-    assert browser_settings({}) == {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_boxes": 20,
-                                    "drawn_run_boxes": 5, "title": "annobench release", "description": ""}
+    # No title or description: the neutral ones named after the output folder (core.config.release_identity).
+    unnamed = browser_settings({"output": "results/mine"})
+    assert unnamed == {"enabled": True, "images_per_page": 100, "top_terms": 20, "max_run_boxes": 20,
+                       "drawn_run_boxes": 5, "title": "mine: a dataset built by annobench",
+                       "description": unnamed["description"]}
+    assert "mine" in unnamed["description"] and "demo" not in unnamed["description"]
     config = {"release": {"title": "T", "description": "D", "browse": {"images_per_page": 7, "enabled": False}}}
     assert browser_settings(config) == {"enabled": False, "images_per_page": 7, "top_terms": 20, "max_run_boxes": 20,
                                         "drawn_run_boxes": 5, "title": "T", "description": "D"}

@@ -107,10 +107,10 @@ def test_the_kit_gives_the_box_and_selection_inputs_and_keeps_their_test_truth(k
     assert "annobench check-box-run" in readme and "annobench check-selection-run" in readme
 
 
-def job_for(kit: dict, group: str, run: str, run_path: Path, subtask: str) -> Job:
+def job_for(kit: dict, group: str, run: str, run_path: Path, subtask: str, geometry: str | None = None) -> Job:
     root = kit["root"]
     meta = {"group": group, "run": run, "subtask": subtask, "modality": "visual", "external_data": False,
-            "external_data_description": ""}
+            "external_data_description": "", **({"geometry": geometry} if geometry else {})}
     return Job(rule="submission", config=kit["config"], params={"submission": {"group": group, "run": run,
                                                                                "metadata": meta}},
                inputs={"run": str(run_path), "kit": str(root / "kit"), "truth": str(root / "truth")},
@@ -124,7 +124,11 @@ def test_box_runs_are_checked_against_the_kit_and_scored_on_the_test_images_only
     for path in (VOC / "dets_classname_abs_xywh").glob("*.txt"):
         if path.stem in test:
             shutil.copy(path, detections / path.name)
-    job = job_for(kit, "alpha", "detections", detections, "boxes")
+    unnamed = job_for(kit, "alpha", "detections", detections, "boxes")
+    result, _ = submission_result(unnamed.params["submission"], detections, unnamed)
+    # A folder of detections files does not say its geometry: the metadata must.
+    assert result["status"] == "rejected" and "the run's metadata key geometry:" in result["problems"][0]["message"]
+    job = job_for(kit, "alpha", "detections", detections, "boxes", geometry="xywh")
     result, _ = submission_result(job.params["submission"], detections, job)
     # The kit gives the test images' sizes: a detection past its image's edge is refused, by file and line.
     assert result["status"] == "rejected" and len(result["problems"]) == 1
@@ -138,14 +142,14 @@ def test_box_runs_are_checked_against_the_kit_and_scored_on_the_test_images_only
     truth = pd.read_parquet(root / "truth/boxes/boxes.parquet")
     from annobench.benchmark.boxes.forms import read_box_run
 
-    expected = evaluate_boxes(truth, read_box_run(detections), DEFAULT_THRESHOLDS,
+    expected = evaluate_boxes(truth, read_box_run(detections, geometry="xywh"), DEFAULT_THRESHOLDS,
                               image_ids=sorted(pd.read_csv(root / "kit/test/boxes/test_images.csv")["image_id"]))
     assert result["evaluation"]["MAP"] == expected["MAP"] and result["evaluation"]["run"] == "alpha/detections"
     # every detections file: the training images' are not test images, so the run is rejected
     everything = tmp_path / "everything"
     shutil.copytree(VOC / "dets_classname_abs_xywh", everything)
     result, _ = submission_result(job.params["submission"], everything, job_for(kit, "alpha", "everything",
-                                                                                everything, "boxes"))
+                                                                                everything, "boxes", "xywh"))
     assert result["status"] == "rejected" and result["evaluation"] is None
     unknown = {p["message"].split(":")[0] for p in result["problems"] if "unknown image" in p["message"]}
     assert unknown == {f"{path.stem}.txt" for path in everything.glob("*.txt") if path.stem not in test}

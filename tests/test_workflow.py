@@ -185,12 +185,13 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
     jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "gist.yaml"))
     # The browser shows each feature's norms, so it is rebuilt too: with 4 shards, a job per shard
     # (and each shard's norms again).
+    # The integrity check reads every table, so it runs again before the release.
     assert jobs == {"feature_gist": 4, "browse_norms": 4, "browse_prepare": 1, "browse_shard": 4, "browse": 1,
-                    "release": 1, "all": 1}
+                    "integrity": 1, "release": 1, "all": 1}
     (tmp_path / "seed.yaml").write_text(yaml.safe_dump({"features": {"getlf": {"seed": 5}}}))
     jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(tmp_path / "seed.yaml"))
     assert jobs == {"getlf_projection": 1, "feature_getlf": 4, "browse_norms": 4, "browse_prepare": 1, "browse_shard": 4,
-                    "browse": 1, "release": 1, "all": 1}
+                    "browse": 1, "integrity": 1, "release": 1, "all": 1}
 
     # Another codebook seed: new sample, new codebooks, new BoW vectors; nothing else.
     codebook = tmp_path / "out" / "artefacts" / "codebook_csift.parquet"
@@ -199,7 +200,7 @@ def test_reruns_follow_parameters_and_inputs(tmp_path):
     bow_seed.write_text(yaml.safe_dump({"features": {"bow": {**SMALL_CODEBOOKS["bow"], "seed": 99}}}))
     jobs = planned_jobs(tmp_path, config, "--configfile", str(config), str(bow_seed))
     assert set(jobs) == {"bow_sample", *(f"bow_codebook_{k}" for k in KINDS), "feature_bow", "browse_norms",
-                         "browse_prepare", "browse_shard", "browse", "release", "all"}
+                         "browse_prepare", "browse_shard", "browse", "integrity", "release", "all"}
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config), str(bow_seed))
     assert codebook.read_bytes() != before
     run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))

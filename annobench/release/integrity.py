@@ -74,7 +74,10 @@ REFERENCES = (IMAGE, PAGE, CONCEPT, DUPLICATE, REGION, RELATION_FROM, RELATION_T
 # that input speaks of, which may be none the dataset has: "no image with this id" is one of
 # their reasons, and the row is the record of it.
 OTHER_INPUT_REJECTS = {"segmentation_rejects", "box_rejects"}
-EXEMPT = {IMAGE: {"images", *OTHER_INPUT_REJECTS}, PAGE: {"pages"}, CONCEPT: {"concepts"}, REGION: {"regions"}}
+# The web archives' page map lists what the archives' pages show, ingested or not: it is the
+# input mapping (as input.page_map's CSV is), and the text tables keep only ingested images.
+INPUT_MAPS = {"warc_page_map"}
+EXEMPT = {IMAGE: {"images", *OTHER_INPUT_REJECTS, *INPUT_MAPS}, PAGE: {"pages"}, CONCEPT: {"concepts"}, REGION: {"regions"}}
 # Rejects tables list inputs the dataset did not take: their images are inputs, their keys may
 # be empty (a row about a whole source).
 INPUTS = "inputs"
@@ -204,6 +207,7 @@ def report_markdown(problems: list[Dangling], checked: list[str]) -> str:
     lines += [f"| `{', '.join(r.columns)}` | `{r.target}` ({', '.join(r.target_columns)}) |" for r in REFERENCES]
     lines += ["| `image_id` of a rejects table | `images` or `rejects` (an input) |",
               f"| `image_id` of {' and '.join(sorted(OTHER_INPUT_REJECTS))} | any: the image their input names |",
+              f"| `image_id` of {', '.join(sorted(INPUT_MAPS))} | any: the archives' mapping, an input |",
               "| a box | its image: within 0..width and 0..height (VOC numbers pixels from 1) |", ""]
     lines += [f"- {problem}" for problem in problems] or ["Every key resolves."]
     return "\n".join(lines) + "\n"

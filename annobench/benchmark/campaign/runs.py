@@ -48,9 +48,12 @@ class Checked:
 
 # -- checking, by subtask ---------------------------------------------------------------
 
-def check(subtask: str, path: Path, kit: Path) -> Checked:
-    """The run checked against the kit's test inputs of its subtask."""
+def check(subtask: str, path: Path, kit: Path, geometry: str | None = None) -> Checked:
+    """The run checked against the kit's test inputs of its subtask. geometry: how a box run's
+    detections folder reads its four numbers (the run's metadata names it; other forms say it)."""
     try:
+        if subtask == "boxes":
+            return _boxes(path, kit, geometry)
         return CHECKERS[subtask](path, kit)
     except RunFormatError as error:  # a reader that raises its problems
         return Checked(error.problems, "")
@@ -74,15 +77,16 @@ def _annotation(path: Path, kit: Path) -> Checked:
     return Checked([], form, reader(path, concepts, lists, lines))
 
 
-def _boxes(path: Path, kit: Path) -> Checked:
+def _boxes(path: Path, kit: Path, geometry: str | None = None) -> Checked:
     from annobench.benchmark.boxes.checker import run_form, scan_box_run
     from annobench.benchmark.image_list import read_image_list
     from annobench.benchmark.runs.concepts import read_concepts
 
     concepts = read_concepts(kit / kit_files.CONCEPTS)
     images = read_image_list(kit / kit_files.TEST_FILES["boxes"]["images"])
-    problems, frame, _ = scan_box_run(path, concepts, images, MAX_PROBLEMS)
-    return Checked(problems, run_form(path), None if problems else frame)
+    scan = scan_box_run(path, concepts, images, MAX_PROBLEMS, geometry=geometry,
+                        option="the run's metadata key geometry:")
+    return Checked(scan.problems, run_form(path), None if scan.problems else scan.frame)
 
 
 def _captions(path: Path, kit: Path) -> Checked:
@@ -225,9 +229,11 @@ def submission_result(spec: dict, run_path: Path, job: Job) -> tuple[dict, Calla
     """The run's JSON (metadata, status, problems, evaluation) and its table for the browser."""
     metadata = spec["metadata"]
     subtask, name = metadata["subtask"], f"{spec['group']}/{spec['run']}"
-    checked = check(subtask, run_path, Path(job.input("kit")))
+    checked = check(subtask, run_path, Path(job.input("kit")), metadata.get("geometry"))
     result = {**metadata, "name": name, "file": run_path.name, "form": checked.form,
-              "problems": [{"line": p.line, "message": p.message} for p in checked.problems],
+              # A folder run's problem names its file first, as the checkers print it.
+              "problems": [{"line": p.line, "message": f"{p.file}: {p.message}" if p.file else p.message}
+                           for p in checked.problems],
               "status": "rejected" if checked.problems else "accepted", "evaluation": None, "statistics": None}
     if checked.problems:
         job.log(f"{name}: rejected, {len(checked.problems)} problem(s); first: line {checked.problems[0].line}: "

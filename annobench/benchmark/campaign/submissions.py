@@ -13,6 +13,7 @@ run of detections files, a folder) with a metadata file beside it of the same na
     modality: both                # visual | textual | both
     external_data: yes            # yes | no
     external_data_description: WordNet; an ImageNet-trained CNN   # what, when yes
+    geometry: xyxy                # a box run's folder of detections files: xyxy | xyxy-exclusive | xywh
 
 A run that cannot be planned (a name with other characters than letters, digits, `_`, `-` and `.`,
 no metadata or metadata that is not as above, a subtask this build does not have, two run files of
@@ -28,13 +29,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from annobench.benchmark.boxes.model import GEOMETRIES
 from annobench.core.errors import AnnobenchError
 
 SUBTASKS = ("annotation", "boxes", "captions", "selection", "illustration")
 MODALITIES = ("visual", "textual", "both")
 METADATA_SUFFIXES = (".yaml", ".yml")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
-METADATA_KEYS = ("group", "run", "subtask", "modality", "external_data", "external_data_description")
+METADATA_KEYS = ("group", "run", "subtask", "modality", "external_data", "external_data_description", "geometry")
 REQUIRED_KEYS = METADATA_KEYS[:5]
 MAX_METADATA_BYTES = 64 * 1024
 
@@ -171,8 +173,12 @@ def read_metadata(path: Path, group: str, run: str, subtasks: dict[str, str | No
         problems.append(f"{where}: external_data_description must be text")
     elif external is True and not description.strip():
         problems.append(f"{where}: external_data is yes: say what in external_data_description")
+    geometry = data.get("geometry")
+    if geometry is not None and geometry not in GEOMETRIES:
+        problems.append(f"{where}: geometry {geometry!r} is not one of {', '.join(GEOMETRIES)}")
     metadata = {"group": group, "run": run, "subtask": subtask if subtask in SUBTASKS else None,
                 "modality": metadata.get("modality") if metadata.get("modality") in MODALITIES else None,
                 "external_data": external if isinstance(external, bool) else None,
-                "external_data_description": description.strip() if isinstance(description, str) else ""}
+                "external_data_description": description.strip() if isinstance(description, str) else "",
+                **({"geometry": geometry} if geometry in GEOMETRIES else {})}
     return metadata, problems
