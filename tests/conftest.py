@@ -19,6 +19,7 @@ from helpers import (
     REAL_IMAGES,
     REPO,
     TIER_GUARD,
+    chromium_path,
     demo_build_in,
     demo_sections,
     java_available,
@@ -152,3 +153,14 @@ def popular_text_build(tmp_path_factory) -> Path:
     images and the text tables only (target text_all)."""
     return shared_build(tmp_path_factory, "popular_text_build",
                         lambda workdir: saved_pages_build_in(workdir, POPULAR, "text_all")) / "out"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A headless Chromium (Playwright) for the browser tests of a module."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
+    executable = chromium_path()
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(executable), args=["--no-sandbox"])
+        yield launched
+        launched.close()

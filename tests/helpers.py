@@ -286,3 +286,15 @@ def copy_build(workdir: Path, target: Path, config: str = "config.yaml") -> Path
     dry = run_snakemake(target, "-n", "--configfile", str(target / config))
     assert "Nothing to be done" in dry.stdout, dry.stdout[-3000:]
     return target
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def chromium_path() -> Path:
+    """Debian's chromium, which the browser tests drive through Playwright; skips, saying why, without it."""
+    from debian import debian_program
+
+    if debian_program("chromium", str(CHROMIUM)) is None:
+        pytest.skip(f"needs the Debian chromium at {CHROMIUM} (apt-get install chromium)")
+    return CHROMIUM

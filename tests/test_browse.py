@@ -18,14 +18,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from debian import debian_program
 from PIL import Image
 
 from annobench.release.browser.files import file_stem, image_page_path
 from annobench.release.browser.writer import browser_settings, build_browser
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 SETTINGS = {"images_per_page": 100, "top_terms": 20, "title": "test release"}
 MAX_HTML_BYTES = 2 * 1024 * 1024
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -96,22 +94,6 @@ def screenshot_dir(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("ANNOBENCH_SCREENSHOTS") or tmp_path / "screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-def chromium_path() -> Path:
-    if debian_program("chromium", str(CHROMIUM)) is None:
-        pytest.skip(f"needs the Debian chromium at {CHROMIUM} (apt-get install chromium)")
-    return CHROMIUM
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
-    executable = chromium_path()
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(executable), args=["--no-sandbox"])
-        yield browser
-        browser.close()
 
 
 def open_in_chromium(browser, url: str, shot: Path) -> tuple[str, object]:

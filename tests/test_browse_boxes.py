@@ -22,7 +22,7 @@ from annobench.benchmark.boxes.forms import write_box_run
 from annobench.release.browser.box_overlays import RUN_COLOURS, TRUTH_COLOUR
 from annobench.release.browser.files import image_page_path
 from annobench.release.browser.writer import build_browser
-from test_browse import check_site_files, chromium_path, screenshot_dir, show, tree_bytes
+from test_browse import check_site_files, screenshot_dir, show, tree_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = {"images_per_page": 100, "top_terms": 20, "title": "boxes"}
@@ -173,18 +173,9 @@ def test_deterministic_and_unchanged_without_boxes(boxed_build, demo_build, tmp_
     assert tree_bytes(site(bare, tmp_path / "bare-site")) == tree_bytes(site(demo_build, tmp_path / "demo-site"))
 
 
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(chromium_path()), args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-def test_boxes_in_chromium(boxed_build, browser, tmp_path):
+def test_boxes_in_chromium(boxed_build, chromium, tmp_path):
     """The page loads without an error, every image with it; the screenshot is kept with the others."""
     browse = site(boxed_build, tmp_path / "site")
     shots = screenshot_dir(tmp_path)
-    text = show(browser, (browse / image_page_path(0, "coins")).as_uri(), shots / "boxes-coins.png")
+    text = show(chromium, (browse / image_page_path(0, "coins")).as_uri(), shots / "boxes-coins.png")
     assert "Boxes" in text and "run detector" in text

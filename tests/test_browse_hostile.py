@@ -28,7 +28,7 @@ from annobench.core.tables import write_table
 from annobench.release.browser import templating
 from annobench.release.browser.files import image_page_path
 from annobench.release.browser.writer import build_browser
-from test_browse import REPO, check_site_files, chromium_path
+from test_browse import REPO, check_site_files
 
 BROWSER = REPO / "annobench" / "release" / "browser"
 
@@ -245,24 +245,15 @@ def test_every_template_rendered_the_hostile_build(hostile_site):
 
 # ---------------------------------------------------------------- in Chromium
 
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(chromium_path()), args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
 INJECTED = ("[...document.querySelectorAll('*')].filter(e => ['SCRIPT', 'TEXTAREA', 'IFRAME'].includes(e.tagName)"
             " || [...e.attributes].some(a => a.name.startsWith('on'))).map(e => e.outerHTML.slice(0, 80))")
 
 
-def test_no_script_runs_in_chromium(hostile_site, browser):
+def test_no_script_runs_in_chromium(hostile_site, chromium):
     """Every page loaded, pointed at, its legend's boxes clicked: no dialog, no script, no handler."""
     browse, _ = hostile_site
     for path in sorted(browse.rglob("*.html")):
-        page = browser.new_page()
+        page = chromium.new_page()
         dialogs, errors = [], []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         page.on("pageerror", lambda error: errors.append(str(error)))

@@ -17,7 +17,7 @@ from annobench.core.tables import write_table
 from annobench.release.browser.box_overlays import RUN_COLOURS, TRUTH_COLOUR, run_styles
 from annobench.release.browser.files import image_page_path
 from annobench.release.browser.writer import build_browser
-from test_browse import chromium_path, screenshot_dir, synthetic_source
+from test_browse import screenshot_dir, synthetic_source
 from test_browse_boxes import rects_of
 
 IDS = ["first", "second"]
@@ -74,17 +74,8 @@ def test_the_best_boxes_are_drawn_and_the_rest_counted(crowded):
     assert text.count('class="show-run-') == 20
 
 
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(chromium_path()), args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-def test_a_legend_box_hides_its_run(crowded, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+def test_a_legend_box_hides_its_run(crowded, chromium, tmp_path):
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.goto((crowded / image_page_path(0, "first")).as_uri())
     shots = screenshot_dir(tmp_path)
     page.locator("#boxes").screenshot(path=str(shots / "crowded-boxes.png"))
