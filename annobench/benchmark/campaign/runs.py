@@ -48,20 +48,18 @@ class Checked:
 
 # -- checking, by subtask ---------------------------------------------------------------
 
-def check(subtask: str, path: Path, kit: Path, geometry: str | None = None) -> Checked:
-    """The run checked against the kit's test inputs of its subtask. geometry: how a box run's
-    detections folder reads its four numbers (the run's metadata names it; other forms say it)."""
+def check(subtask: str, path: Path, kit: Path, metadata: dict | None = None) -> Checked:
+    """The run checked against the kit's test inputs of its subtask, with what its metadata says
+    of its form (a box run's detections folder: its `geometry`)."""
     try:
-        if subtask == "boxes":
-            return _boxes(path, kit, geometry)
-        return CHECKERS[subtask](path, kit)
+        return CHECKERS[subtask](path, kit, metadata or {})
     except RunFormatError as error:  # a reader that raises its problems
         return Checked(error.problems, "")
     except (AnnobenchError, OSError, ValueError) as error:  # the file as a whole cannot be read
         return Checked([RunProblem(0, " ".join(str(error).split()))], "")
 
 
-def _annotation(path: Path, kit: Path) -> Checked:
+def _annotation(path: Path, kit: Path, metadata: dict) -> Checked:
     from annobench.benchmark.runs.checker import scan_run
     from annobench.benchmark.runs.concepts import load_lists, read_concepts
     from annobench.benchmark.runs.parquet_form import is_parquet, read_parquet
@@ -77,19 +75,19 @@ def _annotation(path: Path, kit: Path) -> Checked:
     return Checked([], form, reader(path, concepts, lists, lines))
 
 
-def _boxes(path: Path, kit: Path, geometry: str | None = None) -> Checked:
+def _boxes(path: Path, kit: Path, metadata: dict) -> Checked:
     from annobench.benchmark.boxes.checker import run_form, scan_box_run
     from annobench.benchmark.image_list import read_image_list
     from annobench.benchmark.runs.concepts import read_concepts
 
     concepts = read_concepts(kit / kit_files.CONCEPTS)
     images = read_image_list(kit / kit_files.TEST_FILES["boxes"]["images"])
-    scan = scan_box_run(path, concepts, images, MAX_PROBLEMS, geometry=geometry,
+    scan = scan_box_run(path, concepts, images, MAX_PROBLEMS, geometry=metadata.get("geometry"),
                         option="the run's metadata key geometry:")
     return Checked(scan.problems, run_form(path), None if scan.problems else scan.frame)
 
 
-def _captions(path: Path, kit: Path) -> Checked:
+def _captions(path: Path, kit: Path, metadata: dict) -> Checked:
     from annobench.benchmark.captions.checker import scan_caption_run
     from annobench.benchmark.image_list import read_image_list
 
@@ -98,7 +96,7 @@ def _captions(path: Path, kit: Path) -> Checked:
     return Checked(problems, form, None if problems else captions)
 
 
-def _selection(path: Path, kit: Path) -> Checked:
+def _selection(path: Path, kit: Path, metadata: dict) -> Checked:
     from annobench.benchmark.selection.checker import scan_selection_run
     from annobench.benchmark.selection.files import read_instances_csv
 
@@ -107,7 +105,7 @@ def _selection(path: Path, kit: Path) -> Checked:
     return Checked(problems, "csv", None if problems else selected)
 
 
-def _illustration(path: Path, kit: Path) -> Checked:
+def _illustration(path: Path, kit: Path, metadata: dict) -> Checked:
     from annobench.benchmark.illustration.measure import read_query_ids
     from annobench.benchmark.illustration.runs import read_ranking_run
     from annobench.benchmark.image_list import read_image_list
@@ -229,7 +227,7 @@ def submission_result(spec: dict, run_path: Path, job: Job) -> tuple[dict, Calla
     """The run's JSON (metadata, status, problems, evaluation) and its table for the browser."""
     metadata = spec["metadata"]
     subtask, name = metadata["subtask"], f"{spec['group']}/{spec['run']}"
-    checked = check(subtask, run_path, Path(job.input("kit")), metadata.get("geometry"))
+    checked = check(subtask, run_path, Path(job.input("kit")), metadata)
     result = {**metadata, "name": name, "file": run_path.name, "form": checked.form,
               # A folder run's problem names its file first, as the checkers print it.
               "problems": [{"line": p.line, "message": f"{p.file}: {p.message}" if p.file else p.message}
