@@ -17,6 +17,7 @@ are the same, so the outputs are the same bytes either way.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -48,6 +49,7 @@ class Plan:
     warc_key: str  # the web archives' catalogue key, or "" without input.warc
     text: TextPlan | None  # None: no pages
     page_map: str | list  # the text jobs' mapping file ([] without text)
+    search_log: str  # input.search_log, the search keywords' log ("" without one)
     regions_on: bool  # input.segmentations is set
     segmentation_state: str  # regions rerun when any file of the source changes
     bow_kinds: list[str]
@@ -124,6 +126,7 @@ def make_plan(config: dict, log: Callable[[str], None] = print) -> Plan:
         warc_key=warc_key,
         text=text,
         page_map=_page_map(config, text),
+        search_log=_search_log(config),
         regions_on=bool(config["input"]["segmentations"]),
         segmentation_state=folder_state(config["input"]["segmentations"]),
         bow_kinds=list(config["features"]["bow"]["kinds"]),
@@ -182,6 +185,15 @@ def _page_map(config: dict, text: TextPlan | None) -> str | list:
     if config["input"]["warc"]:
         return f"{config['output']}/tables/warc_page_map/all.parquet"
     return config["input"]["page_map"] if text else []
+
+
+def _search_log(config: dict) -> str:
+    """input.search_log, if it names a file (the search keywords' log, annobench.text.search_log)."""
+    path = config["input"]["search_log"]
+    if path and not os.path.isfile(path):
+        raise PlanError(f"input.search_log: {path} is not a file (a CSV or JSON-lines log of queries, engines, "
+                        "ranks and image addresses or ids)")
+    return path
 
 
 def _check_benchmark(config: dict, baselines: dict[str, dict], has_text: bool) -> list[str]:

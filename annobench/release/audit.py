@@ -194,6 +194,7 @@ RECOMPUTE_JOBS = {
     "feature_gist": "annobench.visual.stage:feature_job",
     "feature_bow": "annobench.visual.bow_stage:bow_encode_job",
     "text_shard": "annobench.text.stage:text_shard_job",
+    "search_keywords": "annobench.text.search_log:search_keywords_job",
     "regions_shard": "annobench.regions.stage:regions_shard_job",
 }
 

@@ -4,6 +4,8 @@
 # The text shards' settings: the caption filter (text.captions) is page_captions' alone, so
 # changing it reruns one small job, not the parsing of every page.
 TEXT_SHARD_SETTINGS = {key: value for key, value in config["text"].items() if key != "captions"}
+# The search log's size, which bounds what rule search_keywords holds.
+SEARCH_LOG_BYTES = os.path.getsize(PLAN.search_log) if PLAN.search_log else 0
 
 
 
@@ -77,6 +79,35 @@ rule text_scofeat:
         "../../scripts/text_scofeat.py"
 
 
+rule search_keywords:
+    """The search log joined to the images: which query found each image in which engine, at
+    which rank (Gilbert et al. 2016, section 2.4), every other line a rejects row with why."""
+    input:
+        search_log=PLAN.search_log or [],
+        images=shard_tables("images"),
+        rejects=shard_tables("rejects"),
+        # The images' addresses a line's url is matched against: those the pages show, and with
+        # input.warc those of the image records.
+        image_urls=shard_tables("image_urls") if PLAN.text else [],
+        warc_records=out("tables/warc_records/all.parquet") if PLAN.warc_key else [],
+    output:
+        table=out("tables/search_keywords/all.parquet"),
+        rejects=out("tables/search_keyword_rejects/all.parquet"),
+        export=out("exports/search_keywords.csv"),
+    log:
+        out("logs/search_keywords.log"),
+    params:
+        code=script_code("search_keywords.py"),
+    resources:
+        # The rows as Arrow columns, sorted: 4.5 times the log's bytes measured (a million lines
+        # of 37 bytes, 210 MiB over the start); the images' addresses as a dict.
+        mem_mb=1024 + (5 * SEARCH_LOG_BYTES) // 2**20 + INVENTORY.n_images // 1000,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/search_keywords.py"
+
+
 rule warc_tables:
     """Which archive record each image and page was read from, and every record not used, with why."""
     output:
@@ -102,4 +133,5 @@ rule text_all:
         rules.warc_tables.output if PLAN.warc_key else [],
         expand(out(layout.table_file("{table}", "{shard}")), table=TEXT_TABLES, shard=SHARDS) if PLAN.text else [],
         rules.text_scofeat.output if PLAN.text else [],
+        rules.search_keywords.output if PLAN.search_log else [],
 
