@@ -15,6 +15,8 @@ import pyarrow.parquet as pq
 
 from annobench.core.tables import field as column
 from annobench.release.browser.source import Catalogue, Log, Source, read_file, run_kind
+from annobench.text.search_log import REJECTS as SEARCH_REJECTS
+from annobench.text.search_log import reason_shape as search_reason_shape
 
 # Caps on what one page lists, so no HTML file grows with the collection.
 REJECT_EXAMPLES = 5          # ids shown per reason group
@@ -50,12 +52,13 @@ def collect_counts(source: Source, catalogue: Catalogue, runs: list[str]) -> dic
     for key, table in (("rejects", "rejects"), ("duplicates", "duplicates"), ("pages", "pages"),
                        ("regions", "regions"), ("spatial relations", "spatial_relations"),
                        ("concepts", "concepts"), ("ground truth labels", "ground_truth"), ("boxes", "boxes"),
-                       ("box rejects", "box_rejects")):
+                       ("box rejects", "box_rejects"), ("search keywords", "search_keywords"),
+                       ("search log lines rejected", "search_keyword_rejects")):
         if source.files(table):
             counts[key] = count_rows(source.files(table))
     for key, table in (("images with text terms", "text_terms"), ("images with pages", "image_urls"),
                        ("images with regions", "regions"), ("images with ground truth", "ground_truth"),
-                       ("images with boxes", "boxes")):
+                       ("images with boxes", "boxes"), ("images with search keywords", "search_keywords")):
         if source.files(table):
             counts[key] = count_images(source.files(table))
     for kind, count in Counter(run_kind(name) for name in runs).items():
@@ -104,14 +107,17 @@ def reason_group(reason: str | None) -> str:
 
 
 def collect_rejects(source: Source, figures: Figures) -> None:
+    """Each stage's rejects by reason, with example ids (the search log's: example line numbers)."""
     for where, table_name in (("ingest", "rejects"), ("text", "text_rejects"),
-                              ("segmentation", "segmentation_rejects")):
+                              ("segmentation", "segmentation_rejects"), ("search log", SEARCH_REJECTS)):
+        key, group = ("line", search_reason_shape) if table_name == SEARCH_REJECTS else ("image_id", reason_group)
         for path in source.files(table_name):
-            table = read_file(path, ["image_id", "reason"])
-            for image_id, reason in zip(table.column("image_id").to_pylist(), table.column("reason").to_pylist()):
-                entry = figures.rejects.setdefault((where, reason_group(reason)), [0, []])
+            table = read_file(path, [key, "reason"])
+            for value, reason in zip(table.column(key).to_pylist(), table.column("reason").to_pylist()):
+                example = (value or "") if key == "image_id" else (f"line {value}" if value is not None else "")
+                entry = figures.rejects.setdefault((where, group(reason or "")), [0, []])
                 entry[0] += 1
-                entry[1] = sorted(set(entry[1]) | {image_id or ""})[:REJECT_EXAMPLES]
+                entry[1] = sorted(set(entry[1]) | {example})[:REJECT_EXAMPLES]
 
 
 def vector_norms(path: Path) -> tuple[np.ndarray, int]:

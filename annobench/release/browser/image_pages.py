@@ -1,5 +1,5 @@
 """One page per image: its stored picture and facts, text terms and the
-pages they came from, regions drawn over it, spatial relations, ground truth
+pages they came from, the search queries that found it, regions drawn over it, spatial relations, ground truth
 and split, its boxes, what each baseline run predicted, and its descriptions
 (references, captions found in its pages, each caption run's sentence with its
 Meteor); written shard by shard. This module reads each shard's rows and puts
@@ -26,6 +26,7 @@ from annobench.release.browser.image_sections import (
     regions_section,
     relations_section,
     runs_section,
+    search_section,
     text_section,
     truth_section,
 )
@@ -38,6 +39,7 @@ from annobench.release.browser.templating import render
 MAX_PAGES_SHOWN = 50         # pages an image came from
 MAX_TRUTH_SHOWN = 500        # ground truth concepts of one image
 MAX_TRUTH_BOXES_SHOWN = 500  # truth boxes (and rejected truth boxes) of one image; runs': max_run_boxes
+MAX_SEARCHES_SHOWN = 200     # search keyword rows (query, engine, rank) of one image
 
 
 @dataclass
@@ -47,6 +49,7 @@ class ShardData:
     terms: dict[str, Rows]
     urls: dict[str, Rows]
     text_rejects: dict[str, Rows]
+    searches: dict[str, Rows]
     regions: dict[str, Rows]
     relations: dict[str, Rows]
     segmentation_rejects: dict[str, Rows]
@@ -75,6 +78,8 @@ def load_shard(per_image: PerImage, pages: pa.Table | None, shard: int, max_run_
         terms=grouped("text_terms", [("rank", "ascending"), ("term", "ascending")]),
         urls=group_by_image(urls, [("page_id", "ascending"), ("img_src", "ascending")], MAX_PAGES_SHOWN),
         text_rejects=grouped("text_rejects", [("page_id", "ascending"), ("reason", "ascending")], MAX_PAGES_SHOWN),
+        searches=grouped("search_keywords", [("rank", "ascending"), ("engine", "ascending"), ("query", "ascending")],
+                         MAX_SEARCHES_SHOWN),
         regions=grouped("regions", [("annotator", "ascending"), ("region_id", "ascending")]),
         relations=grouped("spatial_relations", [("annotator", "ascending"), ("region_i", "ascending"),
                                                 ("region_j", "ascending")], MAX_RELATIONS_SHOWN),
@@ -149,6 +154,8 @@ def sections(here: str, view: ImageView, context: "Context") -> dict:
     per_image, found = context.per_image, {}
     if per_image.has("text_terms") or per_image.has("image_urls"):
         found["text"] = text_section(view)
+    if per_image.has("search_keywords"):
+        found["search"] = search_section(view)
     if per_image.has("regions"):
         parts = Segmentations(context.palette, context.source, context.site)
         found["regions"] = regions_section(here, view, parts) if view.rows(view.data.regions).total else None

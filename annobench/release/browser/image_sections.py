@@ -1,5 +1,5 @@
 """What the sections of an image page show: its facts, text terms and the pages they came
-from, regions drawn over it, spatial relations, ground truth and split, and what each run
+from, the search queries that found it, regions drawn over it, spatial relations, ground truth and split, and what each run
 (baseline or submitted) predicted. Each function gives a section's data (text, numbers, links the site made);
 templates/image/*.html draw them."""
 
@@ -65,6 +65,13 @@ def text_section(view) -> dict:
                       "status": page.get("status") or ""})
     return {"terms": view.rows(view.data.terms), "pages": pages, "pages_total": urls.total,
             "rejects": view.rows(view.data.text_rejects).rows}
+
+
+def search_section(view) -> dict:
+    """The queries that found the image (search_keywords), best rank first, with engine and rank."""
+    searches = view.rows(view.data.searches)
+    return {"rows": [{"query": row["query"], "engine": row["engine"], "rank": number(row["rank"])}
+                     for row in searches.rows], "total": searches.total}
 
 
 # ---------------------------------------------------------------- regions

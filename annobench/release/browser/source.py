@@ -181,6 +181,7 @@ PER_IMAGE = {
     "box_rejects": ["image_id", "instance", "concept", "xmin", "ymin", "xmax", "ymax", "reason"],
     "captions": ["image_id", "reference", "text", "source"],
     "page_captions": ["image_id", "page_id", "kind", "text", "keep", "reason"],
+    "search_keywords": ["image_id", "query", "engine", "rank"],
     "caption_scores": ["image_id", "run", "caption", "meteor"],
 }
 
