@@ -230,7 +230,8 @@ FOLDERS = [
     ("artefacts", "bag-of-words codebooks and GETLF's random projection (Parquet)"),
     ("runs", "baseline runs, as Parquet and in the ImageCLEF 2012 text form"),
     ("evaluations", "every measure of every run (JSON)"),
-    ("exports", "legacy text forms (ImageCLEF 2012 concept lists, SAIAPR TC-12 files, WEBUPV text features)"),
+    ("exports", "legacy text forms (ImageCLEF 2012 concept lists, SAIAPR TC-12 files, WEBUPV text features) "
+                "and CSV copies (the search keywords, the text-illustration truth)"),
     ("reports", "leaderboard, label frequency plots, benchmark diagnostics, the round's results and figures"),
     ("kit", "the participant's kit of the round: development truth, test inputs, example runs, and `data/` "
             "(links to the images, features and text)"),
@@ -321,6 +322,26 @@ def description_lines(release_dir: Path, tables: list[Table]) -> list[str]:
             lambda r: [f"`{r['run']}`", *(map_cell(r[k]) for k in ("R@1", "R@10", "R@100", "chance R@10")),
                        f"{r['queries']:,}"])
     return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def search_lines(release_dir: Path, tables: list[Table]) -> list[str]:
+    """What the search keywords are (the first textual data set of the ImageCLEF web collections,
+    Gilbert et al. 2016, section 2.4), counted, and where their CSV copy is."""
+    by_name = {table.name: table for table in tables}
+    table = by_name["search_keywords"]
+    images = by_name["images"].rows if "images" in by_name else 0
+    found = {value for path in table.files for value in pq.read_table(path, columns=["image_id"]).column(0).to_pylist()}
+    lines = [f"`search_keywords` holds the queries that found each image in a search engine: {table.rows:,} rows",
+             f"(`image_id`, `query`, `engine`, `rank`, 1 = the first result) for {len(found):,} of the {images:,}",
+             "images, read from the build's search log and joined to the images by `image_id` or by address."]
+    if "search_keyword_rejects" in by_name:
+        rejected = by_name["search_keyword_rejects"].rows
+        lines += ["`search_keyword_rejects` lists the log's lines that name no image of the dataset or are",
+                  f"malformed ({rejected:,} row{'' if rejected == 1 else 's'}), each with its line number and reason."]
+    if (release_dir / "exports" / "search_keywords.csv").is_file():
+        lines += ["`exports/search_keywords.csv` holds the same rows as CSV with the header",
+                  "`image_id,query,engine,rank`, each image's rows together, in `image_id` order."]
+    return lines
 
 
 HEADLINE = {"annotation": "MAP-samples", "boxes": "MAP@0.5", "captions": "Meteor", "selection": "F",
@@ -434,6 +455,8 @@ def body(release_dir: Path, settings: dict, tables: list[Table]) -> list[str]:
         lines += ["## Boxes", ""] + box_lines(release_dir, tables) + [""]
     if {"captions", "queries"} & {table.artefact for table in tables}:
         lines += ["## Descriptions and text illustration", ""] + description_lines(release_dir, tables) + [""]
+    if any(table.name == "search_keywords" for table in tables):
+        lines += ["## Search keywords", ""] + search_lines(release_dir, tables) + [""]
     round_ = round_lines(release_dir)
     if round_:
         lines += ["## The round: submissions and results", ""] + round_ + [""]

@@ -2,7 +2,8 @@
 
 A dataset's tables are joined by their keys. `image_id` names an image of `images` in every
 table (in a rejects table, an input: an image of `images` or one the ingest rejected, listed in
-`rejects`); `page_id` a page of `pages`; `concept` a concept of `concepts`; a region its row of
+`rejects`; `search_keywords` too, whose log lines naming any other image are rows of
+`search_keyword_rejects`, a table without image_id); `page_id` a page of `pages`; `concept` a concept of `concepts`; a region its row of
 `regions`; a box lies inside its image; a run's lines name images of `images`. Empty values are
 allowed in rejects tables, whose rows may speak of a whole source.
 
