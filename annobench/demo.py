@@ -124,6 +124,26 @@ PAGE_MAP = [
 ]
 
 
+# The search log (input.search_log): which query found each image in which engine, at which rank, as
+# ImageCLEF's web collections kept it (Gilbert et al. 2016, section 2.4). Lines name their image by
+# address (file:///..., the form image_urls resolves the demo pages' addresses to; a fragment and a
+# percent-encoded dot show the normalisation) or by image_id; the last names an image the demo does
+# not have, so the rejects table has a row.
+SEARCH_LOG = [
+    ("astronaut in space suit", "google", 3, "file:///images/astronaut.jpg", ""),
+    ("nasa astronaut portrait", "bing", 1, "", "astronaut"),
+    ("astronaut with flag", "yahoo", 7, "", "astronaut_copy"),
+    ("tabby cat sleeping", "google", 2, "file:///images/chelsea.jpg#main", ""),
+    ("espresso cup", "bing", 5, "file:///demo/images/coffee%2Ejpg", ""),
+    ("rocket launch pad", "google", 1, "file:///images/rocket.jpg", ""),
+    ("rocket launch pad", "yahoo", 4, "", "rocket"),
+    ("cameraman test image", "yahoo", 4, "", "camera"),
+    ("greek coins", "google", 12, "", "coins"),
+    ("snake logo", "bing", 9, "", "logo"),
+    ("golden gate bridge at night", "google", 2, "https://example.org/images/bridge.jpg", ""),
+]
+
+
 # A small vocabulary (keywords match the pages' words, parents form a two-level hierarchy) and
 # image-level ground truth, so the demo build shows a leaderboard.
 CONCEPTS = [
@@ -192,6 +212,7 @@ def write_demo(dest: Path) -> None:
     for page_id, (encoding, html) in PAGES.items():
         (pages / f"{page_id}.html").write_bytes(html.encode(encoding))
     _write_csv(pages / "mapping.csv", ["image_id", "page_id", "img_src"], PAGE_MAP)
+    _write_csv(dest / "search_log.csv", ["query", "engine", "rank", "url", "image_id"], SEARCH_LOG)
     segmentations = dest / "segmentations"
     segmentations.mkdir(parents=True, exist_ok=True)
     rows = []

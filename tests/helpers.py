@@ -156,7 +156,8 @@ def demo_sections(demo: Path) -> dict:
     benchmark["ground_truth"]["path"] = str(demo / Path(benchmark["ground_truth"]["path"]).relative_to("demo"))
     return {
         "input": {"images": str(demo / "images"), "pages": str(demo / "pages"),
-                  "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations")},
+                  "page_map": str(demo / "pages" / "mapping.csv"), "segmentations": str(demo / "segmentations"),
+                  "search_log": str(demo / Path(settings["input"]["search_log"]).relative_to("demo"))},
         "benchmark": benchmark,
         "release": settings["release"],
     }
