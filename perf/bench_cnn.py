@@ -10,7 +10,7 @@ values):
 - VGG16 (Simonyan and Zisserman 2015, configuration D): 13 convolutions of
   3 x 3 in five blocks, each block max-pooled, then fc6, fc7 (4,096 values,
   the feature) and fc8; 224 x 224 input. Written twice: as ONNX, and as the
-  Caffe model zoo's pair (a deploy.prototxt and a 528 MB .caffemodel, the
+  Caffe model zoo's pair (a deploy.prototxt and a 553 MB .caffemodel, the
   2016 configuration), which annobench converts on reading.
 - ResNet-50 (He et al. 2016, Table 1): a 7 x 7 convolution, max pooling,
   3 + 4 + 6 + 3 bottleneck blocks (1 x 1, 3 x 3, 1 x 1 convolutions and a

@@ -42,7 +42,7 @@ from annobench.core.fingerprint import file_state, params_hash
 from annobench.core.fsutil import write_bytes_atomic
 
 INTERPOLATIONS = {"linear": cv2.INTER_LINEAR, "area": cv2.INTER_AREA, "cubic": cv2.INTER_CUBIC}
-MAX_MODEL_BYTES = 4 << 30  # larger files are refused unread (VGG16's caffemodel is 528 MB)
+MAX_MODEL_BYTES = 4 << 30  # larger files are refused unread (VGG16's caffemodel is 553 MB)
 CHECKS = "work/cnn"  # the plan's cached checks, one JSON file a model
 NAMES_SHOWN = 12  # names an unknown-layer error lists
 TABLE_PREFIX = "cnn_"  # features.cnn.NAME is the table cnn_NAME
