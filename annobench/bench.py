@@ -33,13 +33,15 @@ BSDS = REAL / "images" / "bsds500" / "train"
 BSDS_TRUTH = REAL / "segmentations" / "bsds500" / "groundTruth" / "train"
 KIWIX = REAL / "pages" / "kiwix_wikipedia"
 # Per-image work of the visual pipeline (codebook training is per dataset, reported apart).
-VISUAL = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_bow")
+VISUAL = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_cnn_", "feature_bow")
 PER_IMAGE_OTHER = ("text_shard", "regions_shard")
 FULL_SCALE = 510_123
 FULL_CORES = 32
 
 
-def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, out=sys.stdout) -> dict:
+def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, out=sys.stdout,
+              cnn: dict | None = None) -> dict:
+    """`cnn`: features.cnn of networks the build computes too (cnn_section)."""
     if not (REPO / "Snakefile").is_file():
         raise AnnobenchError(f"bench builds with the workflow, and {REPO} is not a checkout (no Snakefile): "
                              "run it from a clone of the project")
@@ -48,6 +50,8 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
               # The projection costs the per-run rules of a full build: none merged here.
               "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},
               "segmentations": {"kind": "bsds", "annotator": 1}}
+    if cnn:
+        config["features"] = {"cnn": cnn}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     options = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", str(cores),
                "--configfile", str(workdir / "config.yaml"), "--quiet", "all"]
@@ -70,21 +74,37 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, o
 
 
 def print_projections(build_dirs: list[Path], n_images: int = FULL_SCALE, cores: int = FULL_CORES,
-                      mem_gb: float = 256, plot: Path | None = None, out=sys.stdout) -> list:
+                      mem_gb: float = 256, plot: Path | None = None, out=sys.stdout, cnn: dict | None = None) -> list:
     """The whole release projected from Snakemake's DAG (annobench.projection), both shapes,
-    costed from the job records of the builds in `build_dirs`."""
+    costed from the job records of the builds in `build_dirs`; with `cnn` (cnn_section), those
+    networks and the baselines on them too."""
     from annobench.projection.costs import calibrate
     from annobench.projection.project import SHAPES, print_calibration, print_projection, project, utilisation_png
 
     calibration = calibrate(build_dirs)
     print_calibration(calibration, out)
-    projections = [project(shape, n_images, cores, calibration, mem_gb * 1000) for shape in SHAPES]
+    projections = [project(shape, n_images, cores, calibration, mem_gb * 1000, cnn=cnn) for shape in SHAPES]
     for projection in projections:
         print_projection(projection, out)
     if plot:
         plot.write_bytes(utilisation_png(projections))
         print(f"cores' utilisation over time: {plot}", file=out)
     return projections
+
+
+def cnn_section(config_path: Path | str) -> dict:
+    """features.cnn of a config file, validated, its files named by absolute paths (relative ones are
+    relative to the current folder, where snakemake would run): the networks to measure and plan."""
+    from annobench.core.config import load_config
+
+    cnn = load_config(config_path)["features"]["cnn"]
+    for settings in cnn.values():
+        for key in ("model", "prototxt"):
+            if settings[key]:
+                settings[key] = str(Path(settings[key]).resolve())
+    if not cnn:
+        raise AnnobenchError(f"{config_path}: features.cnn configures no network")
+    return cnn
 
 
 def machine_speed(repeats: int = 7) -> dict:

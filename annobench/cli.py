@@ -221,16 +221,21 @@ def _audit(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     import tempfile
 
-    from annobench.bench import print_projections, run_bench
+    from annobench.bench import cnn_section, print_projections, run_bench
+    from annobench.core.errors import AnnobenchError
 
     def build_and_project(workdir: Path) -> None:
         builds = [Path(d).resolve() for d in args.records]
         if not builds:  # no measured builds given: measure one now
-            run_bench(args.images, args.cores, workdir, args.images_per_shard)
+            run_bench(args.images, args.cores, workdir, args.images_per_shard, cnn=cnn)
             builds = [workdir.resolve()]
         print_projections(builds, args.project_images, args.project_cores, args.mem_gb,
-                          Path(args.plot) if args.plot else None)
+                          Path(args.plot) if args.plot else None, cnn=cnn)
 
+    try:
+        cnn = cnn_section(args.cnn_config) if args.cnn_config else None
+    except (AnnobenchError, FileNotFoundError) as error:
+        return _fail(error)
     try:
         if args.workdir:
             build_and_project(Path(args.workdir))
@@ -513,6 +518,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--project-cores", type=positive_int, default=32, help="cores of the projected machine")
     bench.add_argument("--mem-gb", type=float, default=256, help="memory of the projected machine")
     bench.add_argument("--plot", default=None, help="write the cores' utilisation over time here (PNG)")
+    bench.add_argument("--cnn-config", default=None, metavar="CONFIG",
+                       help="a config whose features.cnn networks the bench build computes and the projection "
+                            "plans, with baselines on them (paths relative to the current folder)")
     bench.set_defaults(handler=_bench)
 
     evaluate = commands.add_parser(

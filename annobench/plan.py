@@ -67,6 +67,9 @@ class Plan:
     browse_by_shard: bool  # the browser's image pages as a job per shard
     merged: bool  # a small build: each family of per-run jobs as one job
     notes: list[str] = field(default_factory=list)  # what planning tells the user
+    # features.cnn NAME -> its table, the settings its jobs depend on, its files' state and size, its
+    # vector's dimension: the networks that passed their check (annobench.visual.cnn)
+    cnn_models: dict[str, dict] = field(default_factory=dict)
     # The round (annobench.benchmark.campaign): "GROUP/RUN" -> its job's spec, for the submitted runs
     # that get a job; the runs rejected here, with their reasons, for the campaign_results job.
     submissions: dict[str, dict] = field(default_factory=dict)
@@ -77,9 +80,15 @@ class Plan:
         return layout.shard_ids(self.inventory.n_shards)
 
     @property
+    def global_tables(self) -> list[str]:
+        """The tables of the features a shard job computes from the stored images: the global features
+        and each configured network's."""
+        return [*GLOBAL_FEATURES, *(model["table"] for model in self.cnn_models.values())]
+
+    @property
     def feature_tables(self) -> list[str]:
-        """Every feature table a shard gets: the global features and the bags of words."""
-        return [*GLOBAL_FEATURES, *(f"bow_{kind}" for kind in self.bow_kinds)]
+        """Every feature table a shard gets: the global features, the networks' and the bags of words."""
+        return [*self.global_tables, *(f"bow_{kind}" for kind in self.bow_kinds)]
 
     @property
     def neighbour_search_split(self) -> bool:
@@ -94,6 +103,7 @@ class Plan:
 def make_plan(config: dict, log: Callable[[str], None] = print) -> Plan:
     """The plan of the build `config` describes; PlanError when it cannot be built."""
     inventory, warc_key = _inventory(config, log)
+    cnn_models, config, notes = _cnn_models(config)
     try:
         text = text_plan_for(config, inventory.n_shards)
     except InventoryError as error:
@@ -102,9 +112,8 @@ def make_plan(config: dict, log: Callable[[str], None] = print) -> Plan:
     benchmark = config["benchmark"]
     benchmark_on = annotation_stage.enabled(config)
     baselines = annotation_stage.baseline_runs(config, has_text=bool(text)) if benchmark_on else {}
-    notes = []
     if benchmark_on:
-        notes += _check_benchmark(config, baselines, has_text=bool(text))
+        notes += _check_benchmark(config, baselines, bool(text), [model["table"] for model in cnn_models.values()])
     for check in (box_stage.check_config, selection_stage.check_config, illustration_stage.check_config):
         try:
             check(config)
@@ -147,7 +156,44 @@ def make_plan(config: dict, log: Callable[[str], None] = print) -> Plan:
         submissions={s.key: {**s.spec(), "path": s.path, "metadata_path": s.metadata_path}
                      for s in submitted if not s.reasons},
         submission_rejects=[s.row() for s in submitted if s.reasons],
+        cnn_models=cnn_models,
     )
+
+
+def _cnn_models(config: dict) -> tuple[dict[str, dict], dict, list[str]]:
+    """The configured networks that load, with their layer, and take their recipe (each checked
+    once and cached: annobench.visual.cnn). A network that fails is an error, or, when optional,
+    left out with a note, and so is its table from benchmark.features (the config returned)."""
+    import os
+
+    from annobench.core.fingerprint import code_fingerprint
+    from annobench.visual import cnn
+
+    models, notes, dropped = {}, [], []
+    code = code_fingerprint(cnn.__file__)
+    for name, settings in sorted(config["features"]["cnn"].items()):
+        try:
+            dimension = cnn.checked_dimension(name, settings, config["output"], code)
+        except cnn.CnnError as error:
+            if not settings["optional"]:
+                raise PlanError(str(error)) from None
+            notes.append(f"annobench: features.cnn.{name} is optional and cannot be used, so the build goes on "
+                         f"without table {cnn.table_name(name)}: {error}")
+            dropped.append(cnn.table_name(name))
+            continue
+        models[name] = {"table": cnn.table_name(name), "settings": cnn.job_settings(settings),
+                        "state": cnn.files_state(settings), "dimension": dimension,
+                        "bytes": sum(os.path.getsize(path) for path in cnn.model_files(settings))}
+    benchmark = config["benchmark"]
+    if dropped and benchmark["overlap"]["feature"] in dropped:
+        raise PlanError(f"benchmark.overlap.feature is {benchmark['overlap']['feature']}, whose network cannot be "
+                        "used (see the note above)")
+    if any(feature in dropped for feature in benchmark["features"]):
+        kept = [feature for feature in benchmark["features"] if feature not in dropped]
+        left_out = ", ".join(feature for feature in benchmark["features"] if feature in dropped)
+        notes.append(f"annobench: the baselines run without {left_out} (benchmark.features)")
+        config = {**config, "benchmark": {**benchmark, "features": kept}}
+    return models, config, notes
 
 
 def _submissions(config: dict, benchmark_on: bool, boxes_on: bool, runs: dict[str, list]) -> list:
@@ -196,14 +242,14 @@ def _search_log(config: dict) -> str:
     return path
 
 
-def _check_benchmark(config: dict, baselines: dict[str, dict], has_text: bool) -> list[str]:
+def _check_benchmark(config: dict, baselines: dict[str, dict], has_text: bool, cnn_tables: list[str]) -> list[str]:
     """Errors of the benchmark section that only the whole config shows; notes for the user."""
     benchmark = config["benchmark"]
-    made = set(GLOBAL_FEATURES) | {f"bow_{kind}" for kind in config["features"]["bow"]["kinds"]}
+    made = {*GLOBAL_FEATURES, *cnn_tables, *(f"bow_{kind}" for kind in config["features"]["bow"]["kinds"])}
     missing = sorted(set(annotation_stage.neighbours_needed(config, baselines)) - made)
     if missing:
         raise PlanError(f"benchmark.features / benchmark.overlap.feature name features this build does not "
-                        f"make: {', '.join(missing)} (see features.bow.kinds)")
+                        f"make: {', '.join(missing)} (see features.bow.kinds and features.cnn)")
     if benchmark["ground_truth"]["source"] == "regions" and not config["input"]["segmentations"]:
         raise PlanError("benchmark.ground_truth.source is regions but input.segmentations is empty")
     if "cooccurrence" in benchmark["baselines"] and not has_text:

@@ -8,7 +8,8 @@ Conventions these checks rely on; keep to them when editing the docs:
    arguments), `column` (table columns). Other tables are free text.
    A first cell may hold several names: | `-h`, `--help` | ... |.
 2. configuration.md: one `key` row per key of config/config.schema.yaml,
-   objects included, written as a dotted path: | `features.gist.blocks` |.
+   objects included, written as a dotted path: | `features.gist.blocks` |;
+   an entry the user names is NAME: | `features.cnn.NAME.layer` |.
    Its third cell is the default as JSON in backticks (`[8, 8, 4]`, `""`,
    `true`); a key without default says none. Every `key` row names a key of
    the schema. Anywhere under docs/ (outside code blocks), a backticked dotted
@@ -22,7 +23,8 @@ Conventions these checks rely on; keep to them when editing the docs:
 4. tables.md: a heading `### \`NAME\`` (nothing else in the heading) per
    folder under tables/, followed by its `column` rows. Every table of the
    demo release must be there with every column, and every documented table
-   and column must exist (tables the demo does not build: named by the code).
+   and column must exist (tables the demo does not build: named by the code;
+   a network's table by its placeholder, `cnn_NAME`).
    The leaderboard's measure columns are `column` rows of the section
    `## Leaderboard columns` in measures.md instead.
 5. artefacts.md: a heading `### \`PATH\`` for each kind of Parquet file
@@ -136,13 +138,18 @@ def schema() -> dict:
 
 
 def schema_keys(properties: dict, prefix: str = "") -> dict[str, dict]:
-    """Dotted path -> property, for every nested property of the schema."""
+    """Dotted path -> property, for every nested property of the schema. A section of entries named
+    by the user (`features.cnn`: additionalProperties with properties) has its entry's keys under
+    the placeholder NAME: `features.cnn.NAME.layer`."""
     keys = {}
     for name, prop in properties.items():
         path = prefix + name
         keys[path] = prop
         if "properties" in prop:
             keys.update(schema_keys(prop["properties"], path + "."))
+        entry = prop.get("additionalProperties")
+        if isinstance(entry, dict) and "properties" in entry:
+            keys.update(schema_keys({"NAME": entry}, path + "."))
     return keys
 
 
@@ -274,7 +281,8 @@ def tables_named_by_code() -> set[str]:
 
     names = set()
     for module, attribute in (("annobench.text.stage", "TEXT_TABLES"), ("annobench.regions.stage", "REGION_TABLES"),
-                              ("annobench.regions.stage", "STATS_TABLES"), ("annobench.visual.stage", "FEATURES")):
+                              ("annobench.regions.stage", "STATS_TABLES"), ("annobench.visual.stage", "FEATURES"),
+                              ("annobench.visual.cnn", "TABLES")):
         names.update(getattr(importlib.import_module(module), attribute, ()))
     bow = schema()["properties"]["features"]["properties"]["bow"]["properties"]["kinds"]["items"]["enum"]
     names.update(f"bow_{kind}" for kind in bow)

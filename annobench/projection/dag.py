@@ -56,9 +56,11 @@ def synthetic_shard_sizes(n_images: int, images_per_shard: int) -> list[int]:
     return sizes
 
 
-def synthetic_config(folder: Path, n_images: int, shape: str, images_per_shard: int = 2000) -> Path:
+def synthetic_config(folder: Path, n_images: int, shape: str, images_per_shard: int = 2000,
+                     cnn: dict | None = None) -> Path:
     """A config planning N images with pages, segmentations and the benchmark of `shape`
-    (2016 adds its subtasks: boxes from the segmentations, harvested captions, illustration)."""
+    (2016 adds its subtasks: boxes from the segmentations, harvested captions, illustration);
+    with `cnn` (features.cnn, absolute paths), those networks too, and the baselines on them."""
     folder.mkdir(parents=True, exist_ok=True)
     ids = synthetic_ids(n_images)
     (folder / "images.csv").write_text("image_id,path\n" + "".join(f"{i},missing/{i}.jpg\n" for i in ids))
@@ -68,6 +70,11 @@ def synthetic_config(folder: Path, n_images: int, shape: str, images_per_shard: 
     for empty in ("pages", "segmentations"):
         (folder / empty).mkdir(exist_ok=True)
     benchmark = {"ground_truth": {"source": "csv", "path": str(folder / "truth.csv")}}
+    if cnn:
+        from annobench.core.config import load_config
+        from annobench.visual.cnn import table_name
+
+        benchmark["features"] = [*load_config()["benchmark"]["features"], *map(table_name, sorted(cnn))]
     if shape == "2016":
         benchmark.update(boxes={"source": "segmentations"}, captions={"references": "harvested"},
                          illustration={"enabled": True, "images": "all"})
@@ -79,6 +86,8 @@ def synthetic_config(folder: Path, n_images: int, shape: str, images_per_shard: 
         "segmentations": {"kind": "bsds", "annotator": 1},
         "benchmark": benchmark,
     }
+    if cnn:
+        config["features"] = {"cnn": cnn}
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from annobench.projection.costs import Calibration, cost_rule, feature_dimension
+from annobench.projection.costs import CNN_STATED, Calibration, RuleCost, cost_rule, feature_dimension
 from annobench.projection.dag import planned_jobs, shape_sizes, synthetic_config, synthetic_shard_sizes
 from annobench.projection.schedule import Schedule, SimJob, simulate
 
@@ -22,6 +22,7 @@ class Projection:
     jobs: dict[str, SimJob]
     schedule: Schedule
     shard_jobs: frozenset[str] = frozenset()
+    stated: dict[str, RuleCost] = field(default_factory=dict)  # rules costed from a stated figure, not a record
 
     @property
     def hours(self) -> float:
@@ -42,14 +43,34 @@ class Projection:
 
 
 def project(shape: str, n_images: int, cores: int, calibration: Calibration, mem_mb: float,
-            images_per_shard: int = 2000, workdir: Path | None = None) -> Projection:
+            images_per_shard: int = 2000, workdir: Path | None = None, cnn: dict | None = None) -> Projection:
+    """`cnn`: features.cnn of the networks to plan too (checked paths, absolute), their tables in
+    benchmark.features."""
     with tempfile.TemporaryDirectory(prefix="annobench-plan-") as scratch:
         folder = Path(workdir or scratch)
-        config = synthetic_config(folder / f"plan-{shape}", n_images, shape, images_per_shard)
+        config = synthetic_config(folder / f"plan-{shape}", n_images, shape, images_per_shard, cnn)
         planned = planned_jobs(config, folder / f"dag-{shape}", cores)
-    jobs = costed_jobs(planned, calibration, planned_sizes(shape, n_images, images_per_shard))
+        networks = network_dimensions(cnn or {}, folder / f"dag-{shape}" / "out")
+    sizes = planned_sizes(shape, n_images, images_per_shard)
+    sizes["networks"] = networks
+    jobs, stated = costed_jobs(planned, calibration, sizes)
     shard_jobs = frozenset(job["name"] for job in planned if "shard" in job["wildcards"])
-    return Projection(shape, n_images, cores, jobs, simulate(list(jobs.values()), cores, mem_mb), shard_jobs)
+    return Projection(shape, n_images, cores, jobs, simulate(list(jobs.values()), cores, mem_mb), shard_jobs, stated)
+
+
+def network_dimensions(cnn: dict, out_dir: Path) -> dict[str, int]:
+    """Each planned network's table -> its vector's dimension, from the check planning cached in
+    `out_dir` (a network that failed an optional check is not planned)."""
+    from annobench.core.fingerprint import code_fingerprint
+    from annobench.visual import cnn as networks
+
+    code, found = code_fingerprint(networks.__file__), {}
+    for name, settings in cnn.items():
+        try:
+            found[networks.table_name(name)] = networks.checked_dimension(name, settings, out_dir, code)
+        except networks.CnnError:
+            continue
+    return found
 
 
 def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
@@ -88,7 +109,7 @@ def search_shares(job: dict, sizes: dict) -> tuple[float, float]:
 def units_of(job: dict, driver: str, sizes: dict) -> float:
     if driver == "pair_dims":
         test, training = search_shares(job, sizes)
-        dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"])
+        dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"], sizes.get("networks"))
         return sizes["queries"] * test * sizes["references"] * training * dimension
     if driver in ("shard_images", "sampled_images"):
         share = sizes["sampled_share"] if driver == "sampled_images" else 1.0
@@ -107,15 +128,19 @@ def images_read(job: dict, sizes: dict) -> float:
     return sizes["images"] * sum(search_shares(job, sizes))
 
 
-def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict) -> dict[str, SimJob]:
-    jobs = {}
+def costed_jobs(planned: list[dict], calibration: Calibration,
+                sizes: dict) -> tuple[dict[str, SimJob], dict[str, RuleCost]]:
+    """Each planned job as a simulated one with its cost; and the rules costed from a stated figure."""
+    jobs, stated = {}, {}
     for job in planned:
         cost = calibration.cost_of(cost_rule(job["rule"], job["after"]), job["wildcards"])
+        if cost.build == CNN_STATED:
+            stated[cost.rule] = cost
         seconds = 0.0 if job["rule"] == "all" else cost.seconds(units_of(job, cost.driver, sizes),
                                                                  images_read(job, sizes), job["threads"])
         jobs[job["name"]] = SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
                                    tuple(job["after"]))
-    return jobs
+    return jobs, stated
 
 
 def print_calibration(calibration: Calibration, out=sys.stdout) -> None:
@@ -131,6 +156,8 @@ def print_calibration(calibration: Calibration, out=sys.stdout) -> None:
 def print_projection(projection: Projection, out=sys.stdout) -> None:
     s, p = projection.schedule, projection
     print(f"whole release, {p.shape} shape, {p.n_images} images, {p.cores} cores: {p.hours:.2f} h", file=out)
+    for rule, cost in sorted(p.stated.items()):
+        print(f"  {rule}: {cost.rate:.3g} core-s per image + {cost.fixed:.1f} s a job, {cost.build}", file=out)
     print(f"  {len(p.jobs)} jobs; lower bound (all work spread over the cores): {p.lower_bound_hours:.2f} h, "
           f"{p.shard_hours:.2f} h of it in the per-shard jobs; cores busy {100 * s.utilisation(p.cores):.0f} % of "
           "the makespan", file=out)

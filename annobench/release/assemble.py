@@ -54,7 +54,7 @@ RELEASED = ("tables", "resized", "artefacts", "exports", "segmentations", "repor
 # What the participant's kit links (kit/data/PATH): the stored images, the images table, the visual
 # features and codebooks, the near-image text features, the vocabulary and the splits; never a truth.
 KIT_DATA = ("resized/", "artefacts/", "exports/text.scofeat", "exports/text_iids.txt", "tables/images/",
-            "tables/colorhist/", "tables/getlf/", "tables/gist/", "tables/bow_", "tables/text_terms/",
+            "tables/colorhist/", "tables/getlf/", "tables/gist/", "tables/cnn_", "tables/bow_", "tables/text_terms/",
             "tables/concepts/", "tables/splits/")
 KIT_DATA_DIR = "kit/data/"
 MANIFEST, JOBS, HEADER, CRATE = "MANIFEST.jsonl", "JOBS.jsonl", "RELEASE.json", "ro-crate-metadata.json"

@@ -197,11 +197,22 @@ RECOMPUTE_JOBS = {
     "search_keywords": "annobench.text.search_log:search_keywords_job",
     "regions_shard": "annobench.regions.stage:regions_shard_job",
 }
+# Rules named by a prefix and a name from the config: a network of features.cnn each.
+RECOMPUTE_PREFIXES = {"feature_cnn_": "annobench.visual.cnn:cnn_feature_job"}
+
+
+def recompute_target(rule: str) -> str | None:
+    """`module:function` of a recomputable rule's job, or None (None too for the release's own files)."""
+    if not rule:
+        return None
+    if rule in RECOMPUTE_JOBS:
+        return RECOMPUTE_JOBS[rule]
+    return next((target for prefix, target in RECOMPUTE_PREFIXES.items() if rule.startswith(prefix)), None)
 
 
 def sample_jobs(entries: list[dict], count: int, seed: int = 0) -> list[str]:
     """The jobs --recompute rebuilds: a seeded sample of those whose outputs are released."""
-    jobs = sorted({e["job"] for e in entries if e["released"] and e["rule"] in RECOMPUTE_JOBS})
+    jobs = sorted({e["job"] for e in entries if e["released"] and recompute_target(e["rule"])})
     return sorted(random.Random(seed).sample(jobs, min(count, len(jobs))))
 
 
@@ -248,9 +259,10 @@ def recompute_job(release_dir: Path, info: dict, entry: dict, outputs: list[dict
 
 def job_function(rule: str):
     """The job function of a recomputable rule: the one its Snakemake script runs."""
-    if rule not in RECOMPUTE_JOBS:
+    target = recompute_target(rule)
+    if target is None:
         raise ValueError(f"rule {rule} cannot be recomputed from a release")
-    module, name = RECOMPUTE_JOBS[rule].split(":")
+    module, name = target.split(":")
     return getattr(importlib.import_module(module), name)
 
 

@@ -66,13 +66,19 @@ def vector_schema(name: str, dimension: int) -> pa.Schema:
     )
 
 
-def vectors_table(name: str, image_ids: list[str], vectors: np.ndarray) -> pa.Table:
+def vectors_table(name: str, image_ids: list[str], vectors: np.ndarray, description: str = "") -> pa.Table:
+    """The table of a feature's vectors; `description` (one line on the whole table, for Croissant and
+    the dataset card) goes into the schema's metadata as `annobench.description`."""
     column = vector_column(vectors)
-    return pa.Table.from_arrays([pa.array(image_ids, pa.string()), column], schema=vector_schema(name, column.type.list_size))
+    schema = vector_schema(name, column.type.list_size)
+    if description:
+        schema = schema.with_metadata({"annobench.description": description})
+    return pa.Table.from_arrays([pa.array(image_ids, pa.string()), column], schema=schema)
 
 
-def write_vectors(name: str, params: dict, image_ids: list[str], vectors: np.ndarray, path: Path | str) -> None:
-    write_table(vectors_table(name, image_ids, vectors), path, name, params=params)
+def write_vectors(name: str, params: dict, image_ids: list[str], vectors: np.ndarray, path: Path | str,
+                  description: str = "") -> None:
+    write_table(vectors_table(name, image_ids, vectors, description), path, name, params=params)
 
 
 def make_extractor(name: str, params: dict, projection_path: Path | str | None = None) -> Extractor:
@@ -96,15 +102,22 @@ def feature_shard(
     every_seconds: float = 10.0,
 ) -> int:
     """Compute one feature for every image of a shard, from its stored resized file."""
-    rows = pq.read_table(images_table, columns=["image_id", "resized_path"]).to_pydict()
     extract = make_extractor(name, params, projection_path)
-    dimension = FEATURES[name].dimension(params)
+    return extract_shard(name, params, extract, FEATURES[name].dimension(params), images_table, out_dir, out_path,
+                         log, every_seconds)
+
+
+def extract_shard(name: str, params: dict, extract: Extractor, dimension: int, images_table: Path | str,
+                  out_dir: Path | str, out_path: Path | str, log: Callable[[str], None] = print,
+                  every_seconds: float = 10.0, description: str = "") -> int:
+    """`extract` on the stored resized file of every image of a shard, in the shard's order: its table."""
+    rows = pq.read_table(images_table, columns=["image_id", "resized_path"]).to_pydict()
     vectors = np.empty((len(rows["image_id"]), dimension), dtype=np.float32)
     progress = Progress(f"{name} {Path(out_path).stem}", len(vectors), log, every_seconds)
     for row, relative in enumerate(rows["resized_path"]):
         vectors[row] = extract(read_stored(Path(out_dir) / relative))
         progress.step()
-    write_vectors(name, params, rows["image_id"], vectors, out_path)
+    write_vectors(name, params, rows["image_id"], vectors, out_path, description)
     progress.finish()
     return len(vectors)
 

@@ -78,7 +78,7 @@ def run_spec(runs):
 # cores and raw image sizes differ; plus a floor for start-up and slow disks.
 SECONDS_PER_IMAGE = {
     "ingest": 0.5, "colorhist": 0.02, "getlf": 0.02, "gist": 0.2, "bow_sample": 0.2, "bow_encode": 0.6,
-    "text": 1.0, "regions": 1.0,
+    "text": 1.0, "regions": 1.0, "cnn": 4.0,  # cnn: a network of VGG16's shape, 0.34 s
 }
 
 
@@ -131,6 +131,13 @@ def feature_inputs(feature):
         return files
 
     return inputs
+
+
+def cnn_mem_mb(spec):
+    """A network's job: while it loads, the file's bytes, the ONNX model made of them and OpenCV's
+    import of it are held at once: 2,501 MiB for VGG16's 553 MB, 459 MiB for ResNet-50's 102 MB
+    (perf/bench_cnn.py, docs/performance.md), 4.5 times the file; plus the job's own start-up."""
+    return 1024 + 4 * spec["bytes"] // 10**6
 
 
 def bow_sample_file(kind, shard):
