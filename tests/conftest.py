@@ -20,6 +20,7 @@ from helpers import (
     REPO,
     TIER_GUARD,
     chromium_path,
+    copy_build,
     demo_build_in,
     demo_sections,
     java_available,
@@ -90,13 +91,19 @@ def demo_workdir_elsewhere(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_workdir_per_run(tmp_path_factory) -> Path:
+def demo_workdir_per_run(demo_workdir, tmp_path_factory) -> Path:
     """The demo with a job per run and per feature's search, as a build of more
-    than sharding.merge_below_images images has: the merged jobs must write the same bytes."""
-    def per_run(config):
+    than sharding.merge_below_images images has: the merged jobs must write the same bytes.
+    Built on a copy of the demo build: the setting changes the params of the per-run families
+    only, so Snakemake remakes those (and what gathers them) and reuses the images and features."""
+    def per_run(workdir: Path) -> None:
+        copy_build(demo_workdir, workdir)
+        config = yaml.safe_load((workdir / "config.yaml").read_text())
         config["sharding"] = {"merge_below_images": 0}
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+        run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml"))
 
-    return shared_build(tmp_path_factory, "demo_per_run", lambda workdir: demo_build_in(workdir, edit=per_run))
+    return shared_build(tmp_path_factory, "demo_per_run", per_run)
 
 
 @pytest.fixture(scope="session")

@@ -140,9 +140,10 @@ def build(workdir: Path, image_list: Path, cores: int) -> dict[str, bytes]:
 
 
 def test_same_bytes_with_one_or_two_cores_and_after_sigkill(tmp_path, mixed_list):
+    """A build on one core against one killed mid-ingest and resumed on two cores: everything after
+    the kill (most of the ingest, every feature, codebook, browser and release job) runs on two."""
     one = build(tmp_path / "one", mixed_list, cores=1)
     assert sum(name.startswith("tables/images/") for name in one) == 8
-    assert one == build(tmp_path / "two", mixed_list, cores=2)
 
     killed = tmp_path / "killed"
     killed.mkdir()
