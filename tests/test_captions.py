@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -20,7 +21,7 @@ from annobench.benchmark.captions.files import (
     write_captions_table,
 )
 from annobench.benchmark.captions.measure import evaluate_run, human_bound, tokenized_references
-from annobench.benchmark.captions.meteor import require_tools, tokenize
+from annobench.benchmark.captions.meteor import MeteorProcess, require_tools, tokenize
 from helpers import REAL, REPO, require_shared
 
 EXAMPLE = REAL / "captions" / "clipscore_example"
@@ -196,6 +197,78 @@ def test_published_values_and_one_meteor_process(example, candidate, per_image, 
     assert meteor["min"] == pytest.approx(low, abs=1e-9) and meteor["max"] == pytest.approx(high, abs=1e-9)
     assert meteor["mean"] == pytest.approx((low + high) / 2, abs=1e-9) == meteor["median"]
     assert meteor["std"] == pytest.approx((high - low) / 2, abs=1e-9)  # population std of two values
+
+
+# Full precision, as the jar gave them through pycocoevalcap's own wrapper before annobench drove
+# the jar itself (issue 40): corpus, then each image's Meteor, PTB tokenisation.
+JAR_FIGURES = {
+    "good": (0.3444057316763406, [0.3328299405496036, 0.3555576154297008]),
+    "bad": (0.18607107044266782, [0.15824720679783144, 0.2182547633447838]),
+}
+
+
+def ptb_segments(example: Path, candidate: str) -> list[tuple[str, list[str]]]:
+    references = read_references(example / "refs.json")
+    run = read_run(example / f"{candidate}_captions.json", references)
+    refs = tokenized_references(references, "ptb")
+    ids = sorted(refs)
+    captions = tokenize([run.captions[image_id] for image_id in ids], "ptb")
+    return [(caption, refs[image_id]) for caption, image_id in zip(captions, ids)]
+
+
+@pytest.mark.parametrize("candidate", ["good", "bad"])
+def test_the_jar_driven_directly_gives_the_figures_of_pycocoevalcaps_wrapper(example, candidate):
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    segments = ptb_segments(example, candidate)
+    with MeteorProcess() as meteor:
+        corpus, scores = meteor.score(segments)
+    assert (corpus, scores) == JAR_FIGURES[candidate]  # the same bytes from the jar: exactly equal
+    scorer = Meteor()
+    expected = scorer.compute_score({k: refs for k, (_, refs) in enumerate(segments)},
+                                    {k: [caption] for k, (caption, _) in enumerate(segments)})
+    assert (corpus, scores) == expected
+
+
+def test_meteor_uses_no_attribute_of_pycocoevalcaps_wrapper():
+    source = Path(meteor_module.__file__).read_text(encoding="utf-8")
+    assert "pycocoevalcap.meteor.meteor" not in source and "Meteor()" not in source
+    assert not [word for word in ("meteor_p", "_stat(", ".lock") if word in source]
+    assert meteor_module.meteor_jar().name == "meteor-1.5.jar" and (meteor_module.meteor_jar().parent / "data").is_dir()
+
+
+def test_field_separators_and_line_breaks_are_taken_out_of_every_text(example):
+    segments = ptb_segments(example, "good")
+    (caption, refs), other = segments
+    hostile = [(caption.replace(" ", " |||\n", 1), [text.replace(" ", "\r\n", 1) + " |||" for text in refs]), other]
+    with MeteorProcess() as meteor:
+        assert meteor.score(hostile) == JAR_FIGURES["good"]  # still two segments, each against its own
+    assert meteor_module.score_line("a ||| b\nc", ["x|||y", "z\u2028w"]) == "SCORE ||| xy ||| z w ||| a b c"
+
+
+def test_meteor_process_ends_with_its_block(example):
+    with MeteorProcess() as meteor:
+        process = meteor._process
+        meteor.score(ptb_segments(example, "bad"))
+    assert process.wait(timeout=1) == 0 and process.stdout.closed  # its input closed, the jar ended
+    with pytest.raises(RuntimeError), MeteorProcess() as meteor:
+        process = meteor._process
+        raise RuntimeError("a failure inside the block")
+    assert process.poll() is not None  # killed, not left running
+
+
+def test_a_dead_jar_or_no_java_is_one_line(example, monkeypatch, tmp_path):
+    with MeteorProcess() as meteor:
+        meteor._process.kill()
+        meteor._process.wait()
+        with pytest.raises(CaptionError, match=r"^Meteor failed \(java -jar -Xmx2G meteor-1.5.jar") as failed:
+            meteor.score(ptb_segments(example, "good"))
+    assert "\n" not in str(failed.value)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    with pytest.raises(CaptionError) as failed:
+        with MeteorProcess():
+            pass
+    assert str(failed.value) == meteor_module.NO_JAVA and "\n" not in str(failed.value)
 
 
 def test_an_image_missing_from_the_run_scores_zero(example, tmp_path):
