@@ -21,7 +21,8 @@ from annobench.benchmark.captions.files import (
     write_captions_table,
 )
 from annobench.benchmark.captions.measure import evaluate_run, human_bound, tokenized_references
-from annobench.benchmark.captions.meteor import MeteorProcess, require_tools, tokenize
+from annobench.benchmark.captions.meteor import (MeteorProcess, end_shared_meteor, require_tools, shared_meteor,
+                                                 tokenize)
 from helpers import REAL, REPO, require_shared
 
 EXAMPLE = REAL / "captions" / "clipscore_example"
@@ -48,7 +49,9 @@ def example():
 
 @pytest.fixture
 def process_starts(monkeypatch):
-    """Each Java process started, as (jar or class) names, counted by patching subprocess.Popen."""
+    """Each Java process started, as (jar or class) names, counted by patching subprocess.Popen;
+    the shared Meteor process of an earlier test is ended first, so the count starts at none."""
+    end_shared_meteor()
     started = []
 
     class CountingPopen(subprocess.Popen):
@@ -216,18 +219,17 @@ def ptb_segments(example: Path, candidate: str) -> list[tuple[str, list[str]]]:
     return [(caption, refs[image_id]) for caption, image_id in zip(captions, ids)]
 
 
-@pytest.mark.parametrize("candidate", ["good", "bad"])
-def test_the_jar_driven_directly_gives_the_figures_of_pycocoevalcaps_wrapper(example, candidate):
+def test_the_jar_driven_directly_gives_the_figures_of_pycocoevalcaps_wrapper(example):
     from pycocoevalcap.meteor.meteor import Meteor
 
-    segments = ptb_segments(example, candidate)
-    with MeteorProcess() as meteor:
-        corpus, scores = meteor.score(segments)
-    assert (corpus, scores) == JAR_FIGURES[candidate]  # the same bytes from the jar: exactly equal
-    scorer = Meteor()
-    expected = scorer.compute_score({k: refs for k, (_, refs) in enumerate(segments)},
-                                    {k: [caption] for k, (caption, _) in enumerate(segments)})
-    assert (corpus, scores) == expected
+    scorer = Meteor()  # one process of each for both runs: the jar takes seconds to start
+    for candidate in ("good", "bad"):
+        segments = ptb_segments(example, candidate)
+        corpus, scores = shared_meteor().score(segments)
+        assert (corpus, scores) == JAR_FIGURES[candidate]  # the same bytes from the jar: exactly equal
+        expected = scorer.compute_score({k: refs for k, (_, refs) in enumerate(segments)},
+                                        {k: [caption] for k, (caption, _) in enumerate(segments)})
+        assert (corpus, scores) == expected, candidate
 
 
 def test_meteor_uses_no_attribute_of_pycocoevalcaps_wrapper():
@@ -241,8 +243,7 @@ def test_field_separators_and_line_breaks_are_taken_out_of_every_text(example):
     segments = ptb_segments(example, "good")
     (caption, refs), other = segments
     hostile = [(caption.replace(" ", " |||\n", 1), [text.replace(" ", "\r\n", 1) + " |||" for text in refs]), other]
-    with MeteorProcess() as meteor:
-        assert meteor.score(hostile) == JAR_FIGURES["good"]  # still two segments, each against its own
+    assert shared_meteor().score(hostile) == JAR_FIGURES["good"]  # still two segments, each against its own
     assert meteor_module.score_line("a ||| b\nc", ["x|||y", "z\u2028w"]) == "SCORE ||| xy ||| z w ||| a b c"
 
 
@@ -255,6 +256,16 @@ def test_meteor_process_ends_with_its_block(example):
         process = meteor._process
         raise RuntimeError("a failure inside the block")
     assert process.poll() is not None  # killed, not left running
+
+
+def test_one_shared_meteor_process_a_program_and_another_when_it_died(example, process_starts):
+    first = shared_meteor()
+    assert shared_meteor() is first and first.running()
+    first._process.kill()
+    first._process.wait()
+    again = shared_meteor()
+    assert again is not first and again.score(ptb_segments(example, "good")) == JAR_FIGURES["good"]
+    assert sum("meteor-1.5.jar" in command for command in process_starts) == 2
 
 
 def test_a_dead_jar_or_no_java_is_one_line(example, monkeypatch, tmp_path):

@@ -3,7 +3,7 @@ runs and the caption measure, Meteor 1.5 by the reference jar through pycocoeval
 
 Callers import each name from the module that defines it (this package re-exports
 nothing): ``files`` (references and runs read from CSV or JSON, the `captions` table),
-``meteor`` (the Java tools: one Meteor process per evaluation, the PTB tokenizer, and the
+``meteor`` (the Java tools: one Meteor process a program, shared by its evaluations, the PTB tokenizer, and the
 check that pycocoevalcap and Java are there), ``measure`` (per-image Meteor statistics,
 corpus Meteor, BLEU, ROUGE-L, CIDEr, and the leave-one-out human upper bound),
 ``commands`` (the evaluate-captions command), ``baselines`` (nearest and consensus caption

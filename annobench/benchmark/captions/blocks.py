@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from annobench.benchmark.captions.files import CaptionRun, References
 from annobench.benchmark.captions.measure import human_segments, run_hypotheses, tokenized_references
-from annobench.benchmark.captions.meteor import MeteorProcess
+from annobench.benchmark.captions.meteor import shared_meteor
 from annobench.core.tables import field, rows_to_table
 
 HUMAN_RUN = "caption_human"
@@ -45,16 +45,16 @@ def block_segments(references: References, runs: Mapping[str, CaptionRun], metho
     runs in name order, then the human bound's."""
     refs = tokenized_references(references, method)
     rows = []
-    with MeteorProcess() as meteor:
-        for name in sorted(runs):
-            hypotheses = run_hypotheses(references, runs[name], method)
-            statistics = meteor.statistics([(hypotheses[image_id], texts) for image_id, texts in refs.items()])
-            rows += [segment_row(name, image_id, NO_REFERENCE, hypotheses[image_id],
-                                 image_id in runs[name].captions, line) for image_id, line in zip(refs, statistics)]
-        human = human_segments(refs)
-        statistics = meteor.statistics([(held_out, others) for _, _, held_out, others in human])
-        rows += [segment_row(HUMAN_RUN, image_id, j, held_out, True, line)
-                 for (image_id, j, held_out, _), line in zip(human, statistics)]
+    meteor = shared_meteor()
+    for name in sorted(runs):
+        hypotheses = run_hypotheses(references, runs[name], method)
+        statistics = meteor.statistics([(hypotheses[image_id], texts) for image_id, texts in refs.items()])
+        rows += [segment_row(name, image_id, NO_REFERENCE, hypotheses[image_id],
+                             image_id in runs[name].captions, line) for image_id, line in zip(refs, statistics)]
+    human = human_segments(refs)
+    statistics = meteor.statistics([(held_out, others) for _, _, held_out, others in human])
+    rows += [segment_row(HUMAN_RUN, image_id, j, held_out, True, line)
+             for (image_id, j, held_out, _), line in zip(human, statistics)]
     segments = rows_to_table(rows, SEGMENT_SCHEMA)
     tokens = pa.Table.from_pydict({"image_id": list(refs), "references": list(refs.values())}, schema=REFERENCE_SCHEMA)
     return tokens, segments
@@ -83,5 +83,4 @@ def pooled_segments(paths: list[str], run: str) -> pa.Table:
 
 def evaluate_statistics(segments: pa.Table) -> tuple[float, list[float]]:
     """(corpus Meteor, each segment's Meteor) of segments in the given order, one EVAL."""
-    with MeteorProcess() as meteor:
-        return meteor.evaluate(segments.column("statistics").to_pylist())
+    return shared_meteor().evaluate(segments.column("statistics").to_pylist())

@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from annobench.benchmark.captions.files import CaptionRun, References
-from annobench.benchmark.captions.meteor import MeteorProcess, tokenize
+from annobench.benchmark.captions.meteor import shared_meteor, tokenize
 
 BLEU_KEYS = ("bleu_1", "bleu_2", "bleu_3", "bleu_4")
 
@@ -59,14 +59,14 @@ def evaluate_run(references: References, run: CaptionRun, method: str = "ptb") -
 def score_runs(references: References, runs: Mapping[str, CaptionRun],
                method: str = "ptb") -> dict[str, tuple[dict, dict[str, float]]]:
     """Each run's evaluate_run result and each image's Meteor (0 where the run has no caption); the
-    references are tokenised once and one Meteor process scores every run."""
+    references are tokenised once and one Meteor process (shared_meteor) scores every run."""
     refs = tokenized_references(references, method)
     scored = {}
-    with MeteorProcess() as meteor:
-        for name, run in runs.items():
-            hypotheses = run_hypotheses(references, run, method)
-            corpus, scores = meteor.score(run_segments(refs, hypotheses))
-            scored[name] = run_result(refs, hypotheses, set(run.captions), corpus, scores)
+    meteor = shared_meteor()
+    for name, run in runs.items():
+        hypotheses = run_hypotheses(references, run, method)
+        corpus, scores = meteor.score(run_segments(refs, hypotheses))
+        scored[name] = run_result(refs, hypotheses, set(run.captions), corpus, scores)
     return scored
 
 
@@ -106,8 +106,7 @@ def human_bound(references: References, method: str = "ptb") -> dict:
     references (`images`), and `images_left_out`. `corpus` pools every leave-one-out segment."""
     refs = tokenized_references(references, method)
     segments = human_segments(refs)
-    with MeteorProcess() as meteor:
-        corpus, scores = meteor.score([(held_out, others) for _, _, held_out, others in segments])
+    corpus, scores = shared_meteor().score([(held_out, others) for _, _, held_out, others in segments])
     return human_result(refs, [image_id for image_id, *_ in segments], corpus, scores)
 
 

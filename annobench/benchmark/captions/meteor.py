@@ -18,6 +18,7 @@ left inside a caption would shift every later caption against its image.
 
 from __future__ import annotations
 
+import atexit
 import importlib.resources
 import importlib.util
 import math
@@ -113,6 +114,9 @@ class MeteorProcess:
             raise CaptionError(f"could not start Meteor ({METEOR_COMMAND}): {error}") from None
         return self
 
+    def running(self) -> bool:
+        return self._process.poll() is None
+
     def score(self, segments: Sequence[tuple[str, Sequence[str]]]) -> tuple[float, list[float]]:
         """(corpus Meteor, each segment's Meteor) of (hypothesis, references) segments: their
         statistics, then one EVAL over them (the corpus score pools the statistics), as
@@ -182,3 +186,28 @@ class MeteorProcess:
                 stream.close()
             except OSError:
                 pass
+
+
+_shared: MeteorProcess | None = None
+
+
+def shared_meteor() -> MeteorProcess:
+    """The Meteor process of this Python process, started at first use and ended at exit.
+
+    The jar spends some 7 CPU-seconds loading its paraphrase table before its first line; a job
+    that evaluates many runs (the merged caption jobs of a small build) or a program that scores
+    several times would pay that at each one. Its SCORE and EVAL lines keep no state between
+    them, so one process serves them all. A process that failed is replaced by a new one."""
+    global _shared
+    if _shared is None or not _shared.running():
+        _shared = MeteorProcess().__enter__()
+        atexit.register(_shared.__exit__, None, None, None)
+    return _shared
+
+
+def end_shared_meteor() -> None:
+    """End the shared process now (the next shared_meteor starts another)."""
+    global _shared
+    if _shared is not None:
+        _shared.__exit__(None, None, None)
+        _shared = None
