@@ -495,10 +495,11 @@ def build_parser() -> argparse.ArgumentParser:
     regions.set_defaults(handler=_regions)
 
     audit = commands.add_parser(
-        "audit", help="verify a release (hashes, lineage, raw inputs; optionally recompute) or a build folder "
-                      "(files missing or differing from their job records)")
+        "audit", help="verify a release (hashes, the bag, lineage, raw inputs; optionally recompute) or a build "
+                      "folder (files missing or differing from their job records)")
     audit.add_argument("release_dir", metavar="FOLDER",
-                       help="a release folder (with MANIFEST.jsonl) or a build's output folder (with provenance/)")
+                       help="a release (the bag's folder, or its data/ with MANIFEST.jsonl) or a build's output "
+                            "folder (with provenance/)")
     audit.add_argument("--recompute", type=non_negative_int, default=0, metavar="N",
                        help="rebuild N sampled jobs' outputs in a scratch folder and compare them byte for byte")
     audit.add_argument("--jobs", type=non_negative_int, default=0, metavar="N",

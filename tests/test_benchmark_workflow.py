@@ -85,7 +85,7 @@ def test_msrc_benchmark_splits_runs_and_evaluations(msrc_benchmark_build):
     # A uniform guess among n classes is wrong about (n-1)/n of the time.
     for subset in region["subsets"]:
         assert abs(subset["e_hard"] - (1 - 1 / subset["classes"])) < 0.1
-    released = {json.loads(line)["path"] for line in (out / "release" / "MANIFEST.jsonl").read_text().splitlines()}
+    released = {json.loads(line)["path"] for line in (out / "release" / "data" / "MANIFEST.jsonl").read_text().splitlines()}
     assert {"runs/knn_gist.parquet", "evaluations/knn_gist.json", "reports/leaderboard.md",
             "tables/splits/all.parquet", "tables/leaderboard/all.parquet"} <= released
 

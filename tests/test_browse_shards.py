@@ -106,13 +106,13 @@ def test_a_build_of_two_shards_releases_the_one_job_browser(demo_workdir_in_shar
     reference = tmp_path / "reference"
     reference.mkdir()
     (reference / "resized").symlink_to(out / "resized", target_is_directory=True)
-    release = json.loads((out / "release" / "RELEASE.json").read_text())["config"]["release"]
+    release = json.loads((out / "release" / "data" / "RELEASE.json").read_text())["config"]["release"]
     build_browser(out, reference / "browse", {**release["browse"], "title": release["title"],
                                               "description": release["description"]})  # as rule browse
     assert tree_bytes(out / "browse") == tree_bytes(reference / "browse")
     assert {p.split("/")[1] for p in tree_bytes(out / "browse") if p.startswith("images/")} == {
         "shard-00000", "shard-00001"}
-    rules = {e["path"]: e["rule"] for e in read_manifest(out / "release")}
+    rules = {e["path"]: e["rule"] for e in read_manifest(out / "release" / "data")}
     assert rules["browse/index.html"] == "browse"
     assert {rule for path, rule in rules.items() if path.startswith("browse/images/")} == {"browse_shard"}
     assert audit(out / "release") == [] and audit_build(out)[0] == []

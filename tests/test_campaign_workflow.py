@@ -171,7 +171,7 @@ def test_results_have_intervals_and_the_average_rank_order(round_build):
 
 
 def test_browser_and_card_show_the_submitted_runs(round_build):
-    release = round_build / "release"
+    release = round_build / "release" / "data"
     card = (release / "README.md").read_text(encoding="utf-8")
     assert "## The round: submissions and results" in card
     assert re.search(r"`gamma/broken` \| annotation \| both \| no \| rejected \| 4 \|", card)
@@ -199,10 +199,10 @@ def test_browser_and_card_show_the_submitted_runs(round_build):
 def test_the_release_with_its_kit_passes_its_audit(round_build):
     out = io.StringIO()
     assert main_audit(str(round_build / "release"), 0, out=out) == 0, out.getvalue()
-    kit = round_build / "release/kit"
+    kit = round_build / "release/data/kit"
     gist = kit / "data/tables/gist/shard-00000.parquet"
-    assert gist.stat().st_ino == (round_build / "release/tables/gist/shard-00000.parquet").stat().st_ino
-    assert not (round_build / "release/truth").exists() and (round_build / "truth/annotation").is_dir()
+    assert gist.stat().st_ino == (round_build / "release/data/tables/gist/shard-00000.parquet").stat().st_ino
+    assert not (round_build / "release/data/truth").exists() and (round_build / "truth/annotation").is_dir()
 
 
 # -- the kit holds no test truth ------------------------------------------------------------
@@ -250,7 +250,7 @@ def kit_rows(path: Path):
 def test_the_kit_holds_no_test_truth(round_build):
     records = truth_records(round_build)
     assert all(records.values())
-    kit = round_build / "release/kit"
+    kit = round_build / "release/data/kit"
     files = [p for p in sorted(kit.rglob("*")) if p.is_file() and p.suffix in (".parquet", ".txt", ".csv", ".md",
                                                                                ".yaml", ".json", ".scofeat")]
     assert any("development" in p.parts for p in files) and any("data" in p.parts for p in files)
@@ -279,7 +279,7 @@ def test_the_kit_does_not_depend_on_the_test_truth(round_build, tmp_path):
     from annobench.benchmark.illustration.queries import query_id
 
     out = round_build
-    config = json.loads((out / "release/RELEASE.json").read_text(encoding="utf-8"))["config"]
+    config = json.loads((out / "release/data/RELEASE.json").read_text(encoding="utf-8"))["config"]
     splits = table(out, "splits")
     test = set(splits.loc[splits["split"] == "test", "image_id"])
     inputs = {name: str(out / f"tables/{name}/all.parquet") for name in ("concepts", "ground_truth", "splits",

@@ -135,7 +135,7 @@ def test_illustration_queries_runs_and_recall(build, tmp_path):
 
 
 def test_release_card_croissant_and_browser_show_them(build):
-    release = build / "release"
+    release = build / "release" / "data"
     croissant = json.loads((release / "croissant.json").read_text())
     record_sets = {record["name"] for record in croissant["recordSet"]}
     card = (release / "README.md").read_text()

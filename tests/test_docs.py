@@ -303,7 +303,7 @@ def leaderboard_measure_columns() -> list[str]:
 
 @pytest.fixture(scope="module")
 def release_tables(demo_build) -> dict[str, list[str]]:
-    root = demo_build / "release" / "tables"
+    root = demo_build / "release" / "data" / "tables"
     tables = {folder.name: parquet_columns(sorted(folder.glob("*.parquet")))
               for folder in sorted(root.iterdir()) if folder.is_dir()}
     assert tables, f"the demo release has no tables under {root}"

@@ -20,7 +20,7 @@ def column_values(table: Path, column: str) -> set:
 
 
 def test_no_released_table_names_an_image_the_dataset_does_not_hold(kiwix_build):
-    release = kiwix_build / "release" / "tables"
+    release = kiwix_build / "release" / "data" / "tables"
     images = column_values(release / "images", "image_id")
     rejected = column_values(release / "rejects", "image_id")
     assert len(images) > 30 and len(rejected) >= 8  # the pages' icons, under 32 pixels
@@ -34,7 +34,7 @@ def test_no_released_table_names_an_image_the_dataset_does_not_hold(kiwix_build)
     # What a rejected image would have had is not in the dataset at all.
     for table in ("text_terms", "image_urls", "page_captions", "text_rejects"):
         assert not column_values(release / table, "image_id") & rejected, table
-    assert check_keys(kiwix_build) == [] and check_keys(kiwix_build / "release") == []
+    assert check_keys(kiwix_build) == [] and check_keys(kiwix_build / "release" / "data") == []
     assert "Every key resolves." in (kiwix_build / "reports" / "integrity.md").read_text(encoding="utf-8")
 
 
@@ -61,7 +61,7 @@ def test_a_dangling_key_fails_the_build_and_the_audit_naming_table_key_and_value
 
     release = tmp_path / "release"
     shutil.copytree(kiwix_build / "release", release)
-    released = release / "tables" / "text_terms" / shard.name
+    released = release / "data" / "tables" / "text_terms" / shard.name
     with_unknown_image(released)
     audit = subprocess.run([sys.executable, "-m", "annobench.cli", "audit", str(release)],
                            capture_output=True, text=True, cwd=REPO)
@@ -74,7 +74,7 @@ def test_a_release_without_a_name_of_its_own_mentions_no_other_dataset(kiwix_bui
     file and the browser describe this dataset, with the counts of its own tables."""
     log = (kiwix_build.parent / "build.log").read_text(encoding="utf-8")
     assert "release.name / release.title / release.description not set: the release is named 'out'" in log
-    release = kiwix_build / "release"
+    release = kiwix_build / "release" / "data"
     pages = [release / "README.md", release / "croissant.json", *sorted((release / "browse").rglob("*.html"))]
     for page in pages:
         text = page.read_text(encoding="utf-8").lower()

@@ -65,7 +65,7 @@ def release_config(release: Path) -> dict:
 def published(request) -> tuple[Path, dict]:
     """A build's release (its croissant.json and README.md written by the release job), and its config."""
     pytest.importorskip("mlcroissant")
-    release = request.getfixturevalue(request.param) / "release"
+    release = request.getfixturevalue(request.param) / "release" / "data"
     return release, release_config(release)
 
 

@@ -49,8 +49,8 @@ PAGE_BLOCK_RULES = ("illustration_queries",)
 FIXED_RULES = ("getlf_projection", "all")
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
 # Rules that keep no job record (the release is the record), costed from Snakemake's wall time
-# of this output.
-RECORDLESS = {"release": "release/MANIFEST.jsonl"}
+# of the first of these outputs it has metadata on (release/MANIFEST.jsonl before releases were bags).
+RECORDLESS = {"release": ("release/bagit.txt", "release/MANIFEST.jsonl")}
 # benchmark_neighbours when it only merges the parts of a split search: a cost of its own.
 MERGE_RULE = "benchmark_neighbours_merge"
 # A network's rule (features.cnn) that no calibration build ran: its cost as perf/bench_cnn.py
@@ -251,8 +251,8 @@ class BuildSizes:
             jobs.append({"rule": rule, "wildcards": record["wildcards"], "units": units, "read": read,
                          "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
                          "wall": wall, "settings": params_hash(record["params"].get("settings"))})
-        for rule, output in RECORDLESS.items():
-            wall = walls.get(f"{self.config['output']}/{output}")
+        for rule, outputs in RECORDLESS.items():
+            wall = next((walls[key] for key in (f"{self.config['output']}/{o}" for o in outputs) if key in walls), None)
             if wall is not None:  # its work is its wall time (no CPU measured), each image
                 jobs.append({"rule": rule, "wildcards": {}, "units": self.n_images, "read": self.n_images,
                              "cpu": 0.0, "startup": 0.0, "wall": wall, "recordless": True})

@@ -1,5 +1,7 @@
 """The release folder, its manifest and RO-Crate (the audit that checks them is in release.audit).
 
+The release folder is a BagIt bag (annobench.release.bag): what follows lies in its payload,
+`data/`, the RO-Crate root, with paths relative to it; the bag's tag files stand beside `data/`.
 A release holds every table, stored image, codebook, projection and export
 of a build (hard links, or copies across file systems), and:
 
@@ -31,6 +33,7 @@ itself without a hash: it cannot hold its own).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -42,10 +45,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from annobench import __version__
+from annobench.core.config import release_identity
 from annobench.core.fingerprint import params_hash
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
 from annobench.core.provenance import RECORDS, describe_file
+from annobench.release.bag import PAYLOAD, write_bag
 from annobench.release.croissant import write_croissant
 from annobench.release.dataset_card import write_dataset_card
 
@@ -205,12 +210,15 @@ def snakemake_command_line() -> list[str] | None:
 
 def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict, workflow_dir: Path | str,
                      n_shards: int) -> int:
+    """The release as a BagIt bag: every file under release_dir/data/ (the RO-Crate root), the bag's
+    tag files beside it (annobench.release.bag)."""
     out_dir, release_dir = Path(out_dir), Path(release_dir)
     records = current_records(load_records(out_dir))
     entries, jobs = manifest_entries(out_dir, records)
     entries = sorted(entries + kit_data_entries(entries), key=lambda e: e["path"])
-    with atomic_path(release_dir) as partial:
-        partial.mkdir()
+    with atomic_path(release_dir) as bag:
+        partial = bag / PAYLOAD
+        partial.mkdir(parents=True)
         made = set()
         for entry in entries:
             if entry["released"]:
@@ -225,8 +233,18 @@ def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict,
         crate = ro_crate(entries + own_entries, records, info)
         (partial / CRATE).write_text(json.dumps(crate, indent=1, sort_keys=True), "utf-8")
         own_entries.append(own_entry(partial, partial / CRATE))
-        _write_jsonl(partial / MANIFEST, sorted(entries + own_entries, key=lambda e: e["path"]))
+        listed = sorted(entries + own_entries, key=lambda e: e["path"])
+        digest, size = _write_jsonl(partial / MANIFEST, listed)
+        # The bag's manifest from the hashes above: the manifest's own from the bytes just written.
+        payload = [{**e, "sha256": digest, "size": size} if e["path"] == MANIFEST else e
+                   for e in listed if e["released"]]
+        write_bag(bag, payload, {**release_identity(config), "organization": release_organization(config)},
+                  info["created"])
     return sum(e["released"] for e in entries)
+
+
+def release_organization(config: dict) -> str:
+    return str((config.get("release") or {}).get("organization") or "")
 
 
 def kit_data_entries(entries: list[dict]) -> list[dict]:
@@ -245,10 +263,16 @@ def own_entry(release_dir: Path, path: Path, hashed: bool = True) -> dict:
             "size": described.get("size"), "rows": None, "rule": RELEASE_RULE, "job": None}
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
+def _write_jsonl(path: Path, rows: list[dict]) -> tuple[str, int]:
+    """Write one JSON object a line; the sha256 and size of the bytes written."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "wb") as handle:
         for row in rows:
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
+            line = (json.dumps(row, sort_keys=True) + "\n").encode("utf-8")
+            digest.update(line)
+            size += len(line)
+            handle.write(line)
+    return digest.hexdigest(), size
 
 
 def _link(source: str | Path, target: str | Path, made: set | None = None) -> None:

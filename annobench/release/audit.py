@@ -30,12 +30,13 @@ from annobench.release.assemble import (
     job_name,
     load_records,
 )
+from annobench.release.bag import check_bag, is_bag, payload_dir
 from annobench.release.integrity import check_keys
 
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # missing | tampered | extra | stale | unclosed | not-reproduced | dangling | differs (a build file)
+    kind: str  # missing | tampered | extra | unlisted | stale | unclosed | not-reproduced | dangling | differs
     path: str
     detail: str
 
@@ -57,16 +58,28 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def audit(release_dir: Path | str, recompute: int = 0, seed: int = 0, jobs: int = 1) -> list[Problem]:
-    release_dir = Path(release_dir)
+    """The problems of a release: `release_dir` is the bag (its payload under data/ is checked,
+    and its tag files against the manifest) or a payload folder itself."""
+    bag, release_dir = Path(release_dir), payload_dir(release_dir)
     if not (release_dir / MANIFEST).is_file():
         return [Problem("missing", MANIFEST, "not a release folder: no manifest")]
     entries = read_manifest(release_dir)
     problems = check_files(release_dir, entries, jobs) + check_lineage(entries, read_jobs(release_dir))
+    if is_bag(bag):
+        problems += check_bag_files(bag, release_dir, entries)
     problems += [Problem("dangling", dangling.table, str(dangling).split(": ", 1)[1])
                  for dangling in check_keys(release_dir)]
     if recompute:
         problems += recompute_jobs(release_dir, entries, recompute, seed)
     return problems
+
+
+def check_bag_files(bag: Path, release_dir: Path, entries: list[dict]) -> list[Problem]:
+    """The bag's tag files against the manifest, whose files check_files hashed: only the
+    release manifest itself (which holds no hash of its own) is hashed here."""
+    unhashed = {e["path"]: (sha256_file(release_dir / e["path"]), (release_dir / e["path"]).stat().st_size)
+                for e in entries if e["released"] and e["sha256"] is None and (release_dir / e["path"]).is_file()}
+    return [Problem(kind, path, detail) for kind, path, detail in check_bag(bag, entries, unhashed)]
 
 
 def check_files(release_dir: Path, entries: list[dict], jobs: int = 1) -> list[Problem]:
@@ -314,7 +327,8 @@ def main_audit(release_dir: str, recompute: int, out=sys.stdout, jobs: int = 1) 
             return 2
         return main_audit_build(Path(release_dir), out, jobs)
     problems = audit(release_dir, recompute, jobs=jobs)
-    entries = read_manifest(Path(release_dir)) if (Path(release_dir) / MANIFEST).is_file() else []
+    payload = payload_dir(release_dir)
+    entries = read_manifest(payload) if (payload / MANIFEST).is_file() else []
     for problem in problems:
         print(problem, file=out)
     released = sum(e["released"] for e in entries)

@@ -1,4 +1,4 @@
-"""MLCommons Croissant 1.0 metadata of a release (`release/croissant.json`).
+"""MLCommons Croissant 1.0 metadata of a release (`release/data/croissant.json`).
 
 Every folder under `tables/` becomes a FileSet with one RecordSet whose fields
 read its Parquet columns; each Parquet file under `artefacts/` and `runs/` a

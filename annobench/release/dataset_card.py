@@ -1,4 +1,4 @@
-"""The Hugging Face dataset card of a release (`release/README.md`).
+"""The Hugging Face dataset card of a release (`release/data/README.md`).
 
 YAML front matter with one `configs` entry per table (tables/NAME/*.parquet
 as a single split) and its `dataset_info` features, so `datasets` types the

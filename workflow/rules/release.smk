@@ -1,5 +1,5 @@
 # Release: every released file with its lineage, as MANIFEST.jsonl and an RO-Crate, a Croissant
-# file and a dataset card, and a static browser of the data.
+# file and a dataset card, in a BagIt bag; and a static browser of the data.
 
 from annobench.core.config import release_identity
 from annobench.release.browser.templating import templates_digest
@@ -149,10 +149,11 @@ rule release:
         rules.integrity.output,
         BROWSE_OUTPUTS if config["release"]["browse"]["enabled"] else [],
     output:
-        # The manifest stands for the folder: a directory() output would get
-        # Snakemake's .snakemake_timestamp marker, a file no manifest lists.
-        # The job replaces the whole folder at once.
-        out("release/MANIFEST.jsonl"),
+        # The bag declaration stands for the folder (a BagIt bag; the files under
+        # release/data/): a directory() output would get Snakemake's
+        # .snakemake_timestamp marker, a file no manifest lists. The job
+        # replaces the whole folder at once.
+        out("release/bagit.txt"),
     log:
         out("logs/release.log"),
     params:
