@@ -282,12 +282,12 @@ def test_a_build_with_a_network_releases_its_table_runs_and_descriptions(cnn_wor
     evaluation = json.loads((out / "evaluations" / "knn_cnn_small.json").read_text())
     assert evaluation["run"] == "knn_cnn_small" and evaluation["MAP-samples"] is not None
     assert "cnn_small" in (out / "browse" / "index.html").read_text()  # the feature norms' table
-    croissant = json.loads((out / "release" / "croissant.json").read_text())
+    croissant = json.loads((out / "release" / "data" / "croissant.json").read_text())
     record = next(r for r in croissant["recordSet"] if r["@id"] == "cnn_small")
     assert record["description"].startswith("CNN embeddings of network small: the output of 'fc7' of small.onnx")
-    card = (out / "release" / "README.md").read_text()
+    card = (out / "release" / "data" / "README.md").read_text()
     assert "config_name: cnn_small" in card and "| `cnn_small` |" in card
-    assert (out / "release" / "kit" / "data" / "tables" / "cnn_small").is_dir()
+    assert (out / "release" / "data" / "kit" / "data" / "tables" / "cnn_small").is_dir()
 
 
 def test_the_table_is_the_same_bytes_on_one_core(cnn_workdir, tmp_path):
@@ -306,7 +306,7 @@ def test_the_table_is_the_same_bytes_on_one_core(cnn_workdir, tmp_path):
 def test_a_network_job_replays_from_the_release(cnn_workdir):
     from annobench.release.audit import recompute_named_job
 
-    assert recompute_named_job(cnn_workdir / "out" / "release", "feature_cnn_small-00001") == []
+    assert recompute_named_job(cnn_workdir / "out" / "release" / "data", "feature_cnn_small-00001") == []
 
 
 def test_the_projection_states_the_benchmarks_cost_for_a_network_no_build_ran(nets, tmp_path):

@@ -249,7 +249,7 @@ def test_the_demo_has_search_keywords_with_their_ranks_and_a_rejects_row(demo_bu
     with open(demo_build / "exports" / "search_keywords.csv", newline="", encoding="utf-8") as handle:
         exported = list(csv.DictReader(handle))
     assert exported == [{**row, "rank": str(row["rank"])} for row in rows]
-    assert check_keys(demo_build) == [] and check_keys(demo_build / "release") == []
+    assert check_keys(demo_build) == [] and check_keys(demo_build / "release" / "data") == []
     report = (demo_build / "reports" / "integrity.md").read_text(encoding="utf-8")
     assert "search_keywords" in report and "Every key resolves." in report
 
@@ -266,7 +266,7 @@ def test_the_demo_browser_shows_each_images_queries_with_engine_and_rank(demo_bu
 
 
 def test_the_demo_release_describes_the_search_keywords(demo_build):
-    release = demo_build / "release"
+    release = demo_build / "release" / "data"
     croissant = json.loads((release / "croissant.json").read_text(encoding="utf-8"))
     sets = {node["@id"]: node for node in croissant["recordSet"]}
     fields = {field["name"]: field for field in sets["search_keywords"]["field"]}
@@ -286,9 +286,9 @@ def test_the_demo_search_keywords_job_recomputes_from_its_record(demo_build, tmp
     from annobench.core.jobs import Job
     from annobench.release.audit import read_jobs
 
-    entry = read_jobs(demo_build / "release")["search_keywords"]
+    entry = read_jobs(demo_build / "release" / "data")["search_keywords"]
     assert [raw["role"] for raw in entry["raw_inputs"]] == ["search_log"]
-    config = json.loads((demo_build / "release" / "RELEASE.json").read_text(encoding="utf-8"))["config"]
+    config = json.loads((demo_build / "release" / "data" / "RELEASE.json").read_text(encoding="utf-8"))["config"]
     for source in entry["inputs"]:
         if not Path(source["path"]).is_absolute():
             target = tmp_path / source["path"]
