@@ -7,6 +7,7 @@ Snakemake reruns only what that changes.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,14 @@ def pytest_runtest_setup(item):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     return (yield from _guarded(item))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker more than the machine's cores. Some tests mostly wait (the SLURM
+    build polls its queue, Chromium renders, a worker waits for a build another makes); the
+    extra worker keeps the cores busy meanwhile (full suite on 2 cores: 15 min 39 s with 2
+    workers, 14 min 49 s with 3, the same CPU time)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 # ---------------------------------------------------------------- data and builds
