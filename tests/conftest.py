@@ -39,8 +39,12 @@ pytest_plugins = ("pytester",)
 # ---------------------------------------------------------------- tiers
 
 def pytest_collection_modifyitems(config, items):
-    """Every test gets its tier marks (workflow, real_data, fuzz, or else fast) from the code it runs."""
+    """Every test gets its tier marks (workflow, real_data, fuzz, or else fast) from the code it runs.
+    The workflow tests run first (a stable sort: each file's order kept): builds and the long tests
+    start early and the quick tests fill the workers' last minutes; in file order the suite ended
+    with one worker on test_workflow's builds while two sat idle for 90 s."""
     mark_items(items)
+    items.sort(key=lambda item: "workflow" not in tier_marks(item))
 
 
 def _guarded(item):
