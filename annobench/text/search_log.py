@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
 from annobench.core.tables import field as column
-from annobench.core.tables import write_table
+from annobench.core.tables import image_ids, write_table
 from annobench.sources.page_images import normalise_url
 
 MAX_LINE_BYTES = 65_536  # a query, an engine, a rank and an address: a few hundred bytes
@@ -98,7 +98,7 @@ class BuildImages:
                     warc_records: list[str] = ()) -> "BuildImages":
         """From the build's `images` and `rejects` tables, its `image_urls` (addresses already in
         normalise_url's form) and, for web archives, `warc_records` (the image records' addresses)."""
-        found = cls(ingested={i for path in images for i in _column(path, "image_id")})
+        found = cls(ingested=image_ids(images))
         for path in rejects:
             table = pq.read_table(path, columns=["image_id", "reason"]).to_pydict()
             found.rejected.update(zip(table["image_id"], table["reason"]))
@@ -136,10 +136,6 @@ class BuildImages:
         if image_id in self.rejected:
             return None, f"image rejected at ingest ({image_id}: {self.rejected[image_id]})"
         return None, "no image with this image_id"
-
-
-def _column(path: str, name: str) -> list:
-    return pq.read_table(path, columns=[name]).column(0).to_pylist()
 
 
 # ---------------------------------------------------------------- reading lines within limits
