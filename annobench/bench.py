@@ -39,19 +39,62 @@ FULL_SCALE = 510_123
 FULL_CORES = 32
 
 
-def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int, out=sys.stdout,
+def default_shard_size(n_images: int) -> int:
+    """Shards of the default size (2,000 images) once there are enough images, else four shards:
+    the projection costs jobs that only a build of several shards runs (the browser by shard)."""
+    return min(2000, max(1, -(-n_images // 4)))
+
+
+def bench_config(workdir: Path, n_images: int, images_per_shard: int, cnn: dict | None = None) -> dict:
+    """Every stage and benchmark subtask the projected shapes plan, at a size the bench can build:
+    per-run jobs unmerged, and the searches, Meteor and the illustration's pages each split in two
+    blocks, as a full-size build splits them. The text illustration ranks the test images
+    (2016: 200,000 test images, their pages' texts the queries)."""
+    half = max(1, -(-n_images // 2))
+    config = {"input": write_inputs(workdir, n_images), "output": "out",
+              "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},
+              "segmentations": {"kind": "bsds", "annotator": 1},
+              "benchmark": {"ground_truth": {"source": "csv", "path": str(write_truth(workdir, n_images))},
+                            # Most images train, as in the real rounds; 15 % are queried.
+                            "split": {"train": 0.85, "dev": 0.05, "test": 0.10},
+                            "neighbours": {"test_block_images": half, "training_block_images": half},
+                            "boxes": {"source": "table", "path": str(workdir / "boxes.csv")},
+                            "selection": {"truth": str(workdir / "descriptions.csv"),
+                                          "instances": str(workdir / "instances.csv")},
+                            "captions": {"references": "harvested", "block_images": half},
+                            "illustration": {"enabled": True, "images": "test", "block_images": half}}}
+    if cnn:
+        config["features"] = {"cnn": cnn}
+    return config
+
+
+def write_truth(workdir: Path, n_images: int) -> Path:
+    """Two concepts an image, of 100 and of 37, each with a box, and a description naming the
+    first box (the costs do not depend on what they mean; the boxes fit a 321 x 321 corner, inside
+    every BSDS500 photo either way up); returns the ground truth CSV."""
+    ids = [f"img{k:07d}" for k in range(n_images)]
+    labels = [(i, f"c{k % 100}", f"d{k % 37}") for k, i in enumerate(ids)]
+    path = workdir / "truth.csv"
+    path.write_text("image_id,concept\n" + "".join(f"{i},{c}\n{i},{d}\n" for i, c, d in labels))
+    corners = ((20, 20, 300, 200), (100, 60, 310, 300))
+    (workdir / "boxes.csv").write_text("image_id,concept,xmin,ymin,xmax,ymax\n" + "".join(
+        f"{i},{concept},{','.join(map(str, box))}\n" for i, *concepts in labels for concept, box in zip(concepts, corners)))
+    (workdir / "instances.csv").write_text("image_id,instance,xmin,ymin,xmax,ymax\n" + "".join(
+        f"{i},{n},{','.join(map(str, box))}\n" for i in ids for n, box in enumerate(corners)))
+    (workdir / "descriptions.csv").write_text("image_id,description,instance\n"
+                                              + "".join(f"{i},a photo of {c},0\n" for i, c, _ in labels))
+    return path
+
+
+def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int | None = None, out=sys.stdout,
               cnn: dict | None = None) -> dict:
     """`cnn`: features.cnn of networks the build computes too (cnn_section)."""
     if not (REPO / "Snakefile").is_file():
         raise AnnobenchError(f"bench builds with the workflow, and {REPO} is not a checkout (no Snakefile): "
                              "run it from a clone of the project")
     workdir.mkdir(parents=True, exist_ok=True)
-    config = {"input": write_inputs(workdir, n_images), "output": "out",
-              # The projection costs the per-run rules of a full build: none merged here.
-              "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},
-              "segmentations": {"kind": "bsds", "annotator": 1}}
-    if cnn:
-        config["features"] = {"cnn": cnn}
+    images_per_shard = images_per_shard or default_shard_size(n_images)
+    config = bench_config(workdir, n_images, images_per_shard, cnn)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     options = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", str(cores),
                "--configfile", str(workdir / "config.yaml"), "--quiet", "all"]
@@ -204,7 +247,7 @@ def _codebook_scale(out_dir: Path, record: dict) -> float:
 def _full_scale_hours(by_rule: dict, prefixes: tuple, n_images: int, images_per_shard: int) -> float:
     """Hours on FULL_CORES cores for FULL_SCALE images: each rule's work per image (its CPU less its
     jobs' start-up) times the images, plus one start-up per job of a full-size build."""
-    full_shards = -(-FULL_SCALE // images_per_shard)
+    full_shards = -(-FULL_SCALE // max(images_per_shard, default_shard_size(FULL_SCALE)))
     cpu = 0.0
     for name, r in by_rule.items():
         if name.startswith(prefixes):

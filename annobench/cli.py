@@ -510,7 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="run the whole pipeline on N real images and print its costs")
     bench.add_argument("--images", type=positive_int, default=200, help="number of images (BSDS500 photos repeated)")
     bench.add_argument("--cores", type=positive_int, default=2, help="cores snakemake may use")
-    bench.add_argument("--images-per-shard", type=positive_int, default=2000, help="sharding.images_per_shard of the build")
+    bench.add_argument("--images-per-shard", type=positive_int, default=None,
+                       help="sharding.images_per_shard of the build (default: 2,000, or a quarter of the images)")
     bench.add_argument("--workdir", default=None, help="keep the build here (default: a temporary folder)")
     bench.add_argument("--records", action="append", default=[], metavar="BUILD_DIR",
                        help="project from the job records of this finished build (its folder with out/ and "
