@@ -37,6 +37,10 @@ VISUAL = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", 
 PER_IMAGE_OTHER = ("text_shard", "regions_shard")
 FULL_SCALE = 510_123
 FULL_CORES = 32
+# The quarter-size build runs from this many images (fewer: one build, each rule's work all rate).
+MIN_QUARTER = 40
+# Machine-speed checks before and after the builds further apart than this: the bench warns.
+SPEED_TOLERANCE = 0.10
 
 
 def default_shard_size(n_images: int) -> int:
@@ -88,49 +92,83 @@ def write_truth(workdir: Path, n_images: int) -> Path:
 
 def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int | None = None, out=sys.stdout,
               cnn: dict | None = None) -> dict:
-    """`cnn`: features.cnn of networks the build computes too (cnn_section)."""
+    """Build N images (and a quarter of them apart, in workdir/quarter: two sizes split each
+    whole-build rule's cost into a fixed part and a rate per image), print the costs, return them
+    with the builds the projection calibrates from. `cnn`: features.cnn of networks the builds
+    compute too (cnn_section)."""
     if not (REPO / "Snakefile").is_file():
         raise AnnobenchError(f"bench builds with the workflow, and {REPO} is not a checkout (no Snakefile): "
                              "run it from a clone of the project")
-    workdir.mkdir(parents=True, exist_ok=True)
     images_per_shard = images_per_shard or default_shard_size(n_images)
-    config = bench_config(workdir, n_images, images_per_shard, cnn)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    options = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", str(cores),
-               "--configfile", str(workdir / "config.yaml"), "--quiet", "all"]
-    codebooks = _codebook_targets()
     speeds = [machine_speed()]
-    walls = {}
-    for step, targets in (("ingest, samples, codebooks", codebooks), ("everything else", ["all"])):
-        started = time.perf_counter()
-        command = [sys.executable, "-m", "snakemake", *targets, *options]  # targets first: --quiet takes words
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if result.returncode:
-            raise RuntimeError(f"snakemake failed in step '{step}':\n{result.stdout[-4000:]}")
-        walls[step] = time.perf_counter() - started
+    walls = build(workdir, bench_config, n_images, images_per_shard, cores, cnn,
+                  steps=(("ingest, samples, codebooks", _codebook_targets()), ("everything else", ["all"])))
+    builds = [workdir]
+    quarter = n_images // 4
+    if quarter >= MIN_QUARTER:
+        walls[f"the {quarter}-image build"] = build(workdir / "quarter", bench_config, quarter,
+                                                    default_shard_size(quarter), cores, cnn)["all"]
+        builds.append(workdir / "quarter")
     speeds.append(machine_speed())
     summary = summarise(workdir / "out", n_images, cores, walls, out, images_per_shard)
     print("machine speed before / after the builds (one core): float32 product "
           + " / ".join(f"{speed['gemm_gflops']:.0f}" for speed in speeds) + " GFLOP/s, 256x256 FFT forth and back "
           + " / ".join(f"{speed['fft_ms']:.2f}" for speed in speeds) + " ms", file=out)
-    return {**summary, "machine_speed": speeds}
+    for warning in speed_warnings(speeds):
+        print(f"warning: {warning}", file=out)
+    return {**summary, "machine_speed": speeds, "builds": builds}
 
 
-def print_projections(build_dirs: list[Path], n_images: int = FULL_SCALE, cores: int = FULL_CORES,
+def build(workdir: Path, make_config, n_images: int, images_per_shard: int, cores: int, cnn: dict | None,
+          steps=(("all", ["all"]),)) -> dict[str, float]:
+    """One bench build in `workdir`, target by target (`steps`: name, targets); each step's wall time."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = make_config(workdir, n_images, images_per_shard, cnn)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    options = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", str(cores),
+               "--configfile", str(workdir / "config.yaml"), "--quiet", "all"]
+    walls = {}
+    for step, targets in steps:
+        started = time.perf_counter()
+        command = [sys.executable, "-m", "snakemake", *targets, *options]  # targets first: --quiet takes words
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if result.returncode:
+            raise RuntimeError(f"snakemake failed in step '{step}' of {workdir}:\n{result.stdout[-4000:]}")
+        walls[step] = time.perf_counter() - started
+    return walls
+
+
+def speed_warnings(speeds: list[dict], tolerance: float = SPEED_TOLERANCE) -> list[str]:
+    """What moved between the machine-speed checks before and after the builds by more than `tolerance`."""
+    before, after = speeds[0], speeds[-1]
+    moved = []
+    for key, name in (("gemm_gflops", "the float32 product"), ("fft_ms", "the FFT")):
+        change = after[key] / before[key] - 1
+        if abs(change) > tolerance:
+            moved.append(f"{name} ran {100 * abs(change):.0f} % {'faster' if (change > 0) == (key == 'gemm_gflops') else 'slower'} "
+                         "after the builds than before: the machine's speed changed while they ran (other work, "
+                         "frequency); their figures mix two speeds")
+    return moved
+
+
+def print_projections(build_dirs: list[Path], n_images: int | None = None, cores: int = FULL_CORES,
                       mem_gb: float = 256, plot: Path | None = None, out=sys.stdout, cnn: dict | None = None) -> list:
-    """The whole release projected from Snakemake's DAG (annobench.projection), both shapes,
-    costed from the job records of the builds in `build_dirs`; with `cnn` (cnn_section), those
-    networks and the baselines on them too."""
+    """The real releases (annobench.projection.dag.SHAPES) projected from Snakemake's DAG at their
+    own sizes (or `n_images` each), costed from the job records of the builds in `build_dirs`; with
+    `cnn` (cnn_section), each again with those networks and the baselines on them, printed beside."""
     from annobench.projection.costs import calibrate
     from annobench.projection.project import SHAPES, print_calibration, print_projection, project, utilisation_png
 
     calibration = calibrate(build_dirs)
     print_calibration(calibration, out)
-    projections = [project(shape, n_images, cores, calibration, mem_gb * 1000, cnn=cnn) for shape in SHAPES]
-    for projection in projections:
-        print_projection(projection, out)
+    projections = []
+    for shape in SHAPES:
+        for networks in (None, cnn) if cnn else (None,):
+            projection = project(shape, n_images, cores, calibration, mem_gb * 1000, cnn=networks)
+            print_projection(projection, out)
+            projections.append(projection)
     if plot:
-        plot.write_bytes(utilisation_png(projections))
+        plot.write_bytes(utilisation_png([p for p in projections if not p.refused and not p.networks]))
         print(f"cores' utilisation over time: {plot}", file=out)
     return projections
 

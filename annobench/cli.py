@@ -227,8 +227,8 @@ def _bench(args: argparse.Namespace) -> int:
     def build_and_project(workdir: Path) -> None:
         builds = [Path(d).resolve() for d in args.records]
         if not builds:  # no measured builds given: measure one now
-            run_bench(args.images, args.cores, workdir, args.images_per_shard, cnn=cnn)
-            builds = [workdir.resolve()]
+            builds = [path.resolve() for path in
+                      run_bench(args.images, args.cores, workdir, args.images_per_shard, cnn=cnn)["builds"]]
         print_projections(builds, args.project_images, args.project_cores, args.mem_gb,
                           Path(args.plot) if args.plot else None, cnn=cnn)
 
@@ -516,7 +516,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--records", action="append", default=[], metavar="BUILD_DIR",
                        help="project from the job records of this finished build (its folder with out/ and "
                             ".snakemake/) instead of building; repeat to combine builds of different sizes")
-    bench.add_argument("--project-images", type=positive_int, default=510_123, help="images of the projected release")
+    bench.add_argument("--project-images", type=positive_int, default=None,
+                       help="images of each projected release (default: each release's own)")
     bench.add_argument("--project-cores", type=positive_int, default=32, help="cores of the projected machine")
     bench.add_argument("--mem-gb", type=float, default=256, help="memory of the projected machine")
     bench.add_argument("--plot", default=None, help="write the cores' utilisation over time here (PNG)")

@@ -3,6 +3,7 @@ hand, the DAG as Snakemake plans it, costs from job records, and `annobench benc
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import yaml
 from annobench.projection.costs import RuleCost, calibrate, merged
 from annobench.projection.dag import planned_jobs, shape_sizes
 from annobench.projection.schedule import SimJob, simulate
-from helpers import REPO, demo_sections, run_snakemake
+from helpers import REPO, demo_sections, require_shared, run_snakemake
 
 
 def diamond() -> list[SimJob]:
@@ -78,9 +79,14 @@ def test_two_build_sizes_split_a_rules_work_into_fixed_and_rate():
     assert merged([other, large]) is large
 
 
-def test_shape_sizes_scale_the_2014_benchmark_with_the_images():
-    assert shape_sizes("2014", 510_123) == {"queries": 9_231, "references": 500_000}
-    assert shape_sizes("2016", 510_123) == {"queries": 510_123, "references": 500_000}
+def test_shape_sizes_are_the_real_releases_and_scale_with_the_images():
+    assert shape_sizes("webupv2014", 510_123) == {"queries": 9_231, "references": 500_000, "truth_queries": 9_231}
+    assert shape_sizes("imageclef2016", 510_123) == {
+        "queries": 510_123, "references": 2_000, "truth_queries": 5_070,
+        "illustration_queries": 180_000, "illustration_candidates": 200_000}
+    assert shape_sizes("saiapr", 10_000) == {"queries": 4_000, "references": 6_000, "truth_queries": 4_000}
+    with pytest.raises(ValueError, match="unknown shape '2014'"):
+        shape_sizes("2014", 100)
 
 
 @pytest.fixture(scope="module")
@@ -129,27 +135,44 @@ def test_the_planned_dag_has_snakemakes_jobs_per_rule_on_the_demo(demo_config, t
     assert "release" in listed and listed - set(counts) <= unused
 
 
-def test_bench_prints_both_shapes_and_the_critical_path_from_records(demo_build, tmp_path):
-    plot = tmp_path / "utilisation.png"
+def test_a_rule_no_calibration_build_ran_is_refused_by_name(demo_build):
+    """The demo merges its per-run jobs and has no boxes: a release planned unmerged is not projected."""
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from annobench.cli import main; sys.exit(main())", "bench",
-         "--records", str(demo_build.parent), "--project-images", "300", "--project-cores", "4", "--plot", str(plot)],
+         "--records", str(demo_build.parent), "--project-images", "300", "--project-cores", "4"],
         cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    hours = {shape: float(h) for shape, h in
-             re.findall(r"whole release, (2014|2016) shape, 300 images, 4 cores: ([\d.]+) h", done.stdout)}
-    assert set(hours) == {"2014", "2016"} and all(h > 0 for h in hours.values())
-    assert hours["2016"] >= hours["2014"]  # more queries, the subtasks on top
-    path = done.stdout.split("whole release, 2014 shape")[1].split("whole release, 2016")[0]
-    steps = re.findall(r"^\s+([\d.]+) - +([\d.]+)  (\w+)", path, re.MULTILINE)
+    refused = dict(re.findall(r"whole release, (.+?) shape, 300 images, 4 cores: not projected: no calibration "
+                              r"build ran (.+); give --records", done.stdout))
+    assert set(refused) == {"WEBUPV 2014", "ImageCLEF 2016", "SAIAPR TC-12"}
+    assert re.search(r"\bbaseline \(\d+ jobs\)", refused["WEBUPV 2014"])
+    assert "benchmark_boxes (1 jobs)" in refused["ImageCLEF 2016"]
+    assert " h\n" not in done.stdout.split("rate (core-s per unit)")[1]  # no figure made up
+
+
+def test_projection_prints_the_critical_path_and_the_bound(demo_build, tmp_path):
+    from annobench.projection.project import print_projection, project, utilisation_png
+
+    calibration = calibrate([demo_build.parent])
+    refused = project("webupv2014", 300, 4, calibration, 16_000, images_per_shard=50).refused
+    assert refused and "browse_shard" in refused  # the demo has one shard: no browser by shard
+    # This test checks the schedule as printed, not the figures: the rules the demo did not run (its
+    # per-run jobs merged, one shard) cost what its merged baselines cost.
+    calibration.rules.update(dict.fromkeys(refused, calibration.rules["baseline_merged"]))
+    projection = project("webupv2014", 300, 4, calibration, 16_000, images_per_shard=50)
+    assert not projection.refused and projection.hours > 0
+    out = io.StringIO()
+    print_projection(projection, out)
+    text = out.getvalue()
+    steps = re.findall(r"^\s+([\d.]+) - +([\d.]+)  (\w+)", text, re.MULTILINE)
     # A chain from a job that waits for nothing (which one depends on the records' timings) to the release.
-    assert float(steps[0][0]) == 0 and steps[-1][2] in ("release", "all") and "release" in path
+    assert float(steps[0][0]) == 0 and steps[-1][2] in ("release", "all") and "release" in text
     assert all(float(end) <= float(next_start) + 1e-3 for (_, end, _), (next_start, _, _) in zip(steps, steps[1:]))
     # The makespan against the work-over-cores bound, and the longest single job's share of it.
-    ratios = [float(r) for r in re.findall(r"makespan ([\d.]+)x the lower bound; longest job \S+ [\d.]+ min, "
-                                           r"[\d.]+ % of the makespan; on the critical path \S+ [\d.]+ min, [\d.]+ %", done.stdout)]
-    assert len(ratios) == 2 and all(r >= 0.99 for r in ratios)
-    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ratio = re.search(r"makespan ([\d.]+)x the lower bound; longest job \S+ [\d.]+ min, [\d.]+ % of the makespan; "
+                      r"on the critical path \S+ [\d.]+ min, [\d.]+ %", text)
+    assert ratio and float(ratio.group(1)) >= 0.99
+    assert utilisation_png([projection])[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_calibration_gives_every_recorded_rule_a_cost(demo_build):
@@ -164,11 +187,11 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
     from annobench.projection.costs import MERGE_RULE, cost_rule
     from annobench.projection.project import images_read, planned_sizes, units_of
 
-    sizes = planned_sizes("2016", 510_123, 2000)
+    sizes = planned_sizes("imageclef2016", 510_123, 2000)
     tests, trainings = len(sizes["block_shares"]["test"]), len(sizes["block_shares"]["training"])
     assert (tests, trainings) == (27, 6)  # blocks of whole shards up to 20,000 / 100,000 images
     whole = units_of({"rule": "benchmark_neighbours", "wildcards": {"feature": "gist"}}, "pair_dims", sizes)
-    assert whole == 510_123 * 500_000 * 960
+    assert whole == 510_123 * 2_000 * 960
     parts = [{"rule": "benchmark_neighbour_block", "wildcards": {"feature": "gist", "test_block": f"{t:03d}",
                                                                  "training_block": f"{r:03d}"}}
              for t in range(tests) for r in range(trainings)]
@@ -178,3 +201,37 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
     # The neighbours job that only merges parts is costed apart, per query image.
     assert cost_rule("benchmark_neighbours", ["benchmark_neighbour_block-gist-000-000"]) == MERGE_RULE
     assert cost_rule("benchmark_neighbours", ["tables/gist/shard-00000.parquet"]) == "benchmark_neighbours"
+
+
+# Rules no release shape plans: inputs the shapes never have (web archives, submitted runs), the merged
+# jobs of builds under sharding.merge_below_images, and the targets that stand for other rules.
+NOT_IN_A_SHAPE = {"warc_slices", "warc_tables", "submission", "submission_merged", "baseline_merged",
+                  "benchmark_neighbours_merged", "caption_baselines_merged", "caption_run_evaluation_merged",
+                  "box_baseline_merged", "ingest_all", "features_all", "bow_all", "text_all", "regions_all",
+                  "benchmark_all", "search_keywords"}
+
+
+def test_the_bench_build_runs_every_rule_a_release_shape_plans(tmp_path):
+    """What makes `annobench bench` cost every rule of the projected DAG from its own records."""
+    from annobench.bench import BSDS, KIWIX, bench_config, default_shard_size
+
+    require_shared(BSDS)
+    require_shared(KIWIX)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(bench_config(tmp_path, 200, default_shard_size(200))))
+    planned = {job["rule"] for job in planned_jobs(config, tmp_path / "plan", cores=2)}
+    listing = run_snakemake(tmp_path / "plan", "--list-rules", "--configfile", str(config)).stdout
+    rules = {line.strip() for line in listing.splitlines() if re.fullmatch(r"[a-z_0-9]+", line.strip())}
+    assert {"benchmark_neighbour_block", "browse_shard", "caption_meteor_block", "illustration_queries",
+            "selection_baselines", "box_baseline", "region_benchmark", "release"} <= planned
+    assert rules - NOT_IN_A_SHAPE - planned == set()
+
+
+def test_the_bench_warns_when_the_machine_speed_moved_during_its_builds():
+    from annobench.bench import speed_warnings
+
+    steady = [{"gemm_gflops": 100.0, "fft_ms": 1.00}, {"gemm_gflops": 95.0, "fft_ms": 1.05}]
+    assert speed_warnings(steady) == []
+    moved = speed_warnings([{"gemm_gflops": 100.0, "fft_ms": 1.00}, {"gemm_gflops": 80.0, "fft_ms": 1.30}])
+    assert len(moved) == 2
+    assert moved[0].startswith("the float32 product ran 20 % slower") and moved[1].startswith("the FFT ran 30 % slower")

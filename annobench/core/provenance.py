@@ -122,10 +122,33 @@ def job_files(snakemake, out_dir: Path | str) -> dict:
             "output_files": [build_relative(p, out_dir) for p in snakemake.output]}
 
 
+def load_records(out_dir: Path | str) -> list[dict]:
+    """Every job record under the build's provenance/jobs, superseded or not, in file-name order."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((Path(out_dir) / RECORDS).glob("*.json"))]
+
+
+def last_writers(records: list[dict]) -> dict[str, tuple[dict, dict]]:
+    """Each output path -> (record, output) of the job that wrote it last: a build resumed after
+    rules were renamed or split keeps the old records, which claim the files too but finished
+    before."""
+    made_by = {}
+    for record in sorted(records, key=lambda r: (r["finished"], record_name(r["rule"], r["wildcards"]))):
+        for output in record["outputs"]:
+            made_by[output["path"]] = (record, output)
+    return made_by
+
+
+def current_records(records: list[dict]) -> list[dict]:
+    """The one rule for stale records (a renamed or split rule's, a job run again): a record counts
+    while at least one of its outputs was last written by its job; one whose every output a later
+    job rewrote is superseded, and the release, its audit, the bench and the projection skip it."""
+    made_by = last_writers(records)
+    return [r for r in records if not r["outputs"] or any(made_by[o["path"]][0] is r for o in r["outputs"])]
+
+
 def read_job_records(out_dir: Path | str) -> list[tuple[str, dict]]:
-    """(name, record) of every job record of a build, in name order (bench and projection read them)."""
-    paths = sorted((Path(out_dir) / RECORDS).glob("*.json"))
-    return [(path.stem, json.loads(path.read_text(encoding="utf-8"))) for path in paths]
+    """(name, record) of the current job records of a build (current_records), in name order."""
+    return [(record_name(r["rule"], r["wildcards"]), r) for r in current_records(load_records(out_dir))]
 
 
 def record_name(rule: str, wildcards: dict) -> str:

@@ -39,15 +39,27 @@ from annobench.visual.stage import FEATURES
 # 5,000-d on one core of this machine. A small build's search is all reading and start-up, so
 # its products are timed there.
 NEIGHBOUR_RATE = 837 / (10_000 * 500_000 * 5_000)
-QUERY_RULES = ("baseline", "box_baseline", "selection_baselines", "caption_baselines", "caption_evaluation",
-               "caption_run_evaluation", "caption_human_bound", "illustration", "benchmark_boxes",
-               "caption_references")
+# perf/bench_illustration.py --ranking (docs/performance.md, The benchmark): the text illustration's
+# tf-idf scores and ranking, core-seconds per (query, candidate image) pair on one core of this
+# machine. A small build's ranking is all start-up and reading the queries, so its pairs are timed there.
+ILLUSTRATION_PAIR_RATE = 1.0e-8
+# Jobs over the images a run covers (2016: every image).
+QUERY_RULES = ("baseline", "box_baseline")
+# Jobs over the images with ground truth (2016: the development and test sets).
+TRUTH_RULES = ("selection_baselines", "caption_baselines", "caption_evaluation", "caption_run_evaluation",
+               "caption_human_bound", "benchmark_boxes", "caption_references")
+# The text illustration's ranking: every query's scores against every candidate image.
+PAIR_RULES = ("illustration",)
 # Jobs of one block of test images (whole shards): the block's test images.
 BLOCK_QUERY_RULES = ("caption_meteor_block",)
 # Jobs of one block of pages (by page id hash): the (page, image) pairs they make queries of.
 PAGE_BLOCK_RULES = ("illustration_queries",)
 FIXED_RULES = ("getlf_projection", "all")
+PAIR_RATES = {"pair_dims": NEIGHBOUR_RATE, "query_candidates": ILLUSTRATION_PAIR_RATE}
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
+# A rule that runs the same code as another on other sizes: costed by the other's records when a
+# build ran only that one (a search in one part is a part of all test against all training images).
+SAME_WORK = {"benchmark_neighbours": "benchmark_neighbour_block"}
 # Rules that keep no job record (the release is the record), costed from Snakemake's wall time
 # of the first of these outputs it has metadata on (release/MANIFEST.jsonl before releases were bags).
 RECORDLESS = {"release": ("release/bagit.txt", "release/MANIFEST.jsonl")}
@@ -82,6 +94,10 @@ def driver_of(rule: str, wildcards: dict) -> str:
         return "kmeans"
     if rule in QUERY_RULES:
         return "queries"
+    if rule in TRUTH_RULES:
+        return "truth_queries"
+    if rule in PAIR_RULES:
+        return "query_candidates"
     return "fixed" if rule in FIXED_RULES else "images"
 
 
@@ -114,16 +130,18 @@ class Slowdown:
 class Calibration:
     rules: dict[str, RuleCost]
     slowdown: dict[str, Slowdown] = field(default_factory=dict)  # build -> its fit
-    default: RuleCost | None = None  # for rules no build ran
 
-    def cost_of(self, rule: str, wildcards: dict) -> RuleCost:
+    def cost_of(self, rule: str, wildcards: dict) -> RuleCost | None:
+        """The rule's cost; None when no calibration build ran it (the projection refuses it by name)."""
         if rule in self.rules:
             return self.rules[rule]
-        if rule.startswith(CNN_RULE_PREFIX):  # no record: the benchmark's figure, never a made-up one
-            return RuleCost(rule, "shard_images", self.default.fixed + CNN_STATED_LOAD_SECONDS,
+        if SAME_WORK.get(rule) in self.rules:
+            return self.rules[SAME_WORK[rule]]
+        if rule.startswith(CNN_RULE_PREFIX):  # no record: the benchmark's figure, marked as stated
+            start_up = statistics.median(c.fixed for c in self.rules.values()) if self.rules else 0.0
+            return RuleCost(rule, "shard_images", start_up + CNN_STATED_LOAD_SECONDS,
                             CNN_STATED_SECONDS_PER_IMAGE, build=CNN_STATED)
-        return RuleCost(rule, driver_of(rule, wildcards), self.default.fixed, 0.0, self.default.rate,
-                        build="uncalibrated")
+        return None
 
 
 def calibrate(workdirs: list[Path]) -> Calibration:
@@ -137,11 +155,7 @@ def calibrate(workdirs: list[Path]) -> Calibration:
         slowdowns[str(workdir)] = fit_slowdown(jobs)
         for rule, cost in rule_costs(jobs, build, slowdowns[str(workdir)]).items():
             measured.setdefault(rule, []).append(cost)
-    rules = {rule: merged(costs) for rule, costs in measured.items()}
-    whole = [c for c in rules.values() if c.driver == "images"]
-    default = RuleCost("default", "images", statistics.median(c.fixed for c in whole),
-                       statistics.median(c.rate for c in whole)) if whole else RuleCost("default", "images", 1.0, 0.0)
-    return Calibration(rules, slowdowns, default)
+    return Calibration({rule: merged(costs) for rule, costs in measured.items()}, slowdowns)
 
 
 def merged(costs: list[RuleCost]) -> RuleCost:
@@ -154,7 +168,7 @@ def merged(costs: list[RuleCost]) -> RuleCost:
     of 4,096 words a shard, or one of 1,000)."""
     largest = max(costs, key=lambda c: c.units)
     costs = [c for c in costs if c.settings == largest.settings]
-    points = [(c.units / c.jobs, c.work / c.jobs) for c in costs if c.driver not in ("fixed", "pair_dims")]
+    points = [(c.units / c.jobs, c.work / c.jobs) for c in costs if c.driver not in ("fixed", *PAIR_RATES)]
     if len({round(u, 9) for u, _ in points}) < 2:
         return largest
     mean_u, mean_w = statistics.fmean(u for u, _ in points), statistics.fmean(w for _, w in points)
@@ -204,8 +218,11 @@ class BuildSizes:
         return costed["rule"], self.units(costed), self.images_read(costed)
 
     def images_read(self, record: dict) -> int:
-        """Images whose vectors a neighbour search read (a part's two blocks); the build's for any other job."""
+        """Images whose vectors a neighbour search read (a part's two blocks), the queries the
+        illustration ranked; the build's for any other job."""
         inputs = record["files"]["input"]
+        if record["rule"] in PAIR_RULES:
+            return self.illustration_queries
         if record["rule"] not in SEARCH_RULES or "queries" not in inputs:
             return self.n_images
         return sum(self.shard_images.get(Path(path).stem.split("-")[-1], 0)
@@ -237,7 +254,20 @@ class BuildSizes:
             return sum(pq.read_metadata(self.out / path).num_rows for path in record["files"]["output_files"])
         if driver == "block_queries":
             return sum(self.split_counts(path)[0] for path in named_paths(record["files"]["input"], "images"))
-        return {"queries": self.queries, "images": self.n_images, "fixed": 0}[driver]
+        if driver == "query_candidates":
+            return self.illustration_queries * self.illustration_candidates
+        return {"queries": self.queries, "truth_queries": self.queries, "images": self.n_images, "fixed": 0}[driver]
+
+    @property
+    def illustration_queries(self) -> int:
+        path = self.out / "tables" / "queries" / "all.parquet"
+        return pq.read_metadata(path).num_rows if path.exists() else 0
+
+    @property
+    def illustration_candidates(self) -> int:
+        """The images the illustration ranks: the test split's, or every image (`images: all`)."""
+        everything = self.config.get("benchmark", {}).get("illustration", {}).get("images") == "all"
+        return self.n_images if everything else sum(split == "test" for split in self.split_of.values())
 
     def jobs(self) -> list[dict]:
         """Each job's rule, CPU, start-up CPU and wall time (None if Snakemake kept none)."""
@@ -338,8 +368,8 @@ def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[
         settings = {j.get("settings") for j in group}
         cost = RuleCost(rule, driver, fixed, 0.0, units=units, build=str(build.workdir), work=work, jobs=len(group),
                         settings=settings.pop() if len(settings) == 1 else "mixed")
-        if driver == "pair_dims":  # products at the timed rate; the rest is reading, per image
-            cost.rate = NEIGHBOUR_RATE
+        if driver in PAIR_RATES:  # products at the timed rate; the rest is reading, per image (query)
+            cost.rate = PAIR_RATES[driver]
             cost.per_image = max(0.0, work - NEIGHBOUR_RATE * units) / max(1, sum(j["read"] for j in group))
         elif driver != "fixed" and units:
             cost.rate = work / units

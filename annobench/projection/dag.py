@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 import subprocess
 import sys
 from pathlib import Path
@@ -24,21 +25,48 @@ from annobench.core.provenance import record_name
 REPO = Path(__file__).resolve().parents[2]
 SNAKEFILE = REPO / "Snakefile"
 FULL_SCALE = 510_123
-# ImageCLEF 2014 (the shape the issue calls 2014): ground truth for 1,940 dev + 7,291 test
-# images, the k-NN and co-occurrence baselines against 500,000 training images.
-TRUTH_2014 = 1_940 + 7_291
-TRAIN_2014 = 500_000
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A real release the projection plans: its images, its inputs and its benchmark's sizes at
+    full size (`sizes`: queries a run covers, training images searched, images with ground truth,
+    text-illustration queries and candidates), scaled with the images when projected smaller."""
+    name: str
+    title: str
+    images: int
+    sizes: dict
+    pages: bool = True
+    segmentations: bool = False
+    subtasks: tuple[str, ...] = ()  # of ImageCLEF 2016: boxes, captions, selection, illustration
+
+
+SHAPES = {shape.name: shape for shape in (
+    # Villegas and Paredes 2014 (WEBUPV): 510,123 web images with their pages, no segmentations;
+    # ground truth for 1,940 development + 7,291 test images, the baselines against 500,000 training images.
+    Shape("webupv2014", "WEBUPV 2014", FULL_SCALE,
+          {"queries": 9_231, "references": 500_000, "truth_queries": 9_231}),
+    # Gilbert et al. 2016, section 2.4: the same collection; annotation and localisation runs for every
+    # image from the 2,000 development images with ground truth; captions and content selection on the
+    # development and test sets (2,000 + 3,070); the teaser's 180,000 page texts ranking the 200,000 test
+    # images (the 310,123 others its training set).
+    Shape("imageclef2016", "ImageCLEF 2016", FULL_SCALE,
+          {"queries": FULL_SCALE, "references": 2_000, "truth_queries": 5_070,
+           "illustration_queries": 180_000, "illustration_candidates": 200_000},
+          subtasks=("boxes", "captions", "selection", "illustration")),
+    # Escalante et al. 2008 (SAIAPR TC-12): 20,000 segmented images, region labels, no pages; the image
+    # benchmark from the region labels in the default 60/10/30 split, and the region benchmark.
+    Shape("saiapr", "SAIAPR TC-12", 20_000, {"queries": 8_000, "references": 12_000, "truth_queries": 8_000},
+          pages=False, segmentations=True),
+)}
 
 
 def shape_sizes(shape: str, n_images: int) -> dict[str, int]:
-    """Queries (images that get a run) and references (training images) of a shape, scaled to
-    n_images: 2014 -- the 9,231 images with ground truth against 500,000; 2016 -- every image."""
-    train = max(1, round(TRAIN_2014 * n_images / FULL_SCALE))
-    if shape == "2014":
-        return {"queries": max(1, round(TRUTH_2014 * n_images / FULL_SCALE)), "references": train}
-    if shape == "2016":
-        return {"queries": n_images, "references": train}
-    raise ValueError(f"unknown shape {shape!r} (2014 or 2016)")
+    """A shape's benchmark sizes (Shape.sizes) scaled to n_images."""
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r} ({', '.join(SHAPES)})")
+    full = SHAPES[shape]
+    return {what: max(1, round(size * n_images / full.images)) for what, size in full.sizes.items()}
 
 
 def synthetic_ids(n_images: int) -> list[str]:
@@ -58,39 +86,50 @@ def synthetic_shard_sizes(n_images: int, images_per_shard: int) -> list[int]:
 
 def synthetic_config(folder: Path, n_images: int, shape: str, images_per_shard: int = 2000,
                      cnn: dict | None = None) -> Path:
-    """A config planning N images with pages, segmentations and the benchmark of `shape`
-    (2016 adds its subtasks: boxes from the segmentations, harvested captions, illustration);
-    with `cnn` (features.cnn, absolute paths), those networks too, and the baselines on them."""
+    """A config planning N images with the inputs and benchmark of `shape` (Shape); with `cnn`
+    (features.cnn, absolute paths), those networks too, and the baselines on them."""
+    spec = SHAPES[shape]
     folder.mkdir(parents=True, exist_ok=True)
     ids = synthetic_ids(n_images)
     (folder / "images.csv").write_text("image_id,path\n" + "".join(f"{i},missing/{i}.jpg\n" for i in ids))
-    (folder / "page_map.csv").write_text(
-        "image_id,page_id,img_src\n" + "".join(f"{i},p{k // 2:07d}.html,{i}.jpg\n" for k, i in enumerate(ids)))
     (folder / "truth.csv").write_text("image_id,concept\n" + "".join(f"{i},c{k % 100}\n" for k, i in enumerate(ids)))
-    for empty in ("pages", "segmentations"):
-        (folder / empty).mkdir(exist_ok=True)
-    benchmark = {"ground_truth": {"source": "csv", "path": str(folder / "truth.csv")}}
+    inputs = {"image_list": str(folder / "images.csv"), "pages": "", "page_map": "", "segmentations": ""}
+    if spec.pages:
+        (folder / "pages").mkdir(exist_ok=True)
+        (folder / "page_map.csv").write_text(
+            "image_id,page_id,img_src\n" + "".join(f"{i},p{k // 2:07d}.html,{i}.jpg\n" for k, i in enumerate(ids)))
+        inputs.update(pages=str(folder / "pages"), page_map=str(folder / "page_map.csv"))
+    if spec.segmentations:
+        (folder / "segmentations").mkdir(exist_ok=True)
+        inputs["segmentations"] = str(folder / "segmentations")
+    benchmark = {"ground_truth": {"source": "csv", "path": str(folder / "truth.csv")}, **subtask_settings(spec, folder)}
     if cnn:
         from annobench.core.config import load_config
         from annobench.visual.cnn import table_name
 
         benchmark["features"] = [*load_config()["benchmark"]["features"], *map(table_name, sorted(cnn))]
-    if shape == "2016":
-        benchmark.update(boxes={"source": "segmentations"}, captions={"references": "harvested"},
-                         illustration={"enabled": True, "images": "all"})
-    config = {
-        "output": "out",
-        "input": {"image_list": str(folder / "images.csv"), "pages": str(folder / "pages"),
-                  "page_map": str(folder / "page_map.csv"), "segmentations": str(folder / "segmentations")},
-        "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},
-        "segmentations": {"kind": "bsds", "annotator": 1},
-        "benchmark": benchmark,
-    }
+    config = {"output": "out", "input": inputs,
+              "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},
+              "segmentations": {"kind": "bsds", "annotator": 1}, "benchmark": benchmark}
     if cnn:
         config["features"] = {"cnn": cnn}
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def subtask_settings(spec: Shape, folder: Path) -> dict:
+    """benchmark sections of the 2016 subtasks a shape has (files named, never read at planning)."""
+    settings = {}
+    if "boxes" in spec.subtasks:
+        settings["boxes"] = {"source": "table", "path": str(folder / "boxes.csv")}
+    if "selection" in spec.subtasks:
+        settings["selection"] = {"truth": str(folder / "descriptions.csv"), "instances": str(folder / "instances.csv")}
+    if "captions" in spec.subtasks:
+        settings["captions"] = {"references": "harvested"}
+    if "illustration" in spec.subtasks:
+        settings["illustration"] = {"enabled": True, "images": "test"}
+    return settings
 
 
 def planned_jobs(config: Path, workdir: Path, cores: int = 32) -> list[dict]:

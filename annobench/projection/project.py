@@ -7,11 +7,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annobench.projection.costs import CNN_STATED, Calibration, RuleCost, cost_rule, feature_dimension
-from annobench.projection.dag import planned_jobs, shape_sizes, synthetic_config, synthetic_shard_sizes
+from annobench.projection.costs import CNN_STATED, PAIR_RULES, Calibration, RuleCost, cost_rule, feature_dimension
+from annobench.projection.dag import SHAPES, planned_jobs, shape_sizes, synthetic_config, synthetic_shard_sizes
 from annobench.projection.schedule import Schedule, SimJob, simulate
-
-SHAPES = ("2014", "2016")
 
 
 @dataclass
@@ -23,6 +21,12 @@ class Projection:
     schedule: Schedule
     shard_jobs: frozenset[str] = frozenset()
     stated: dict[str, RuleCost] = field(default_factory=dict)  # rules costed from a stated figure, not a record
+    refused: dict[str, int] = field(default_factory=dict)  # rules no calibration build ran -> their jobs
+    networks: tuple[str, ...] = ()  # features.cnn planned too
+
+    @property
+    def title(self) -> str:
+        return SHAPES[self.shape].title
 
     @property
     def hours(self) -> float:
@@ -42,10 +46,12 @@ class Projection:
         return sum(j.seconds * min(j.threads, self.cores) for j in self.jobs.values() if which(j)) / self.cores / 3600
 
 
-def project(shape: str, n_images: int, cores: int, calibration: Calibration, mem_mb: float,
+def project(shape: str, n_images: int | None, cores: int, calibration: Calibration, mem_mb: float,
             images_per_shard: int = 2000, workdir: Path | None = None, cnn: dict | None = None) -> Projection:
-    """`cnn`: features.cnn of the networks to plan too (checked paths, absolute), their tables in
-    benchmark.features."""
+    """`n_images`: None for the shape's own size. `cnn`: features.cnn of the networks to plan too
+    (checked paths, absolute), their tables in benchmark.features. A rule no calibration build ran
+    is refused: the projection then has no schedule (Projection.refused names the rules)."""
+    n_images = n_images or SHAPES[shape].images
     with tempfile.TemporaryDirectory(prefix="annobench-plan-") as scratch:
         folder = Path(workdir or scratch)
         config = synthetic_config(folder / f"plan-{shape}", n_images, shape, images_per_shard, cnn)
@@ -53,9 +59,10 @@ def project(shape: str, n_images: int, cores: int, calibration: Calibration, mem
         networks = network_dimensions(cnn or {}, folder / f"dag-{shape}" / "out")
     sizes = planned_sizes(shape, n_images, images_per_shard)
     sizes["networks"] = networks
-    jobs, stated = costed_jobs(planned, calibration, sizes)
+    jobs, stated, refused = costed_jobs(planned, calibration, sizes)
     shard_jobs = frozenset(job["name"] for job in planned if "shard" in job["wildcards"])
-    return Projection(shape, n_images, cores, jobs, simulate(list(jobs.values()), cores, mem_mb), shard_jobs, stated)
+    schedule = Schedule(0.0, {}, {}, {}) if refused else simulate(list(jobs.values()), cores, mem_mb)
+    return Projection(shape, n_images, cores, jobs, schedule, shard_jobs, stated, refused, tuple(sorted(cnn or {})))
 
 
 def network_dimensions(cnn: dict, out_dir: Path) -> dict[str, int]:
@@ -115,38 +122,58 @@ def units_of(job: dict, driver: str, sizes: dict) -> float:
         share = sizes["sampled_share"] if driver == "sampled_images" else 1.0
         return sizes["shard_sizes"][int(job["wildcards"]["shard"])] * share
     if driver == "page_block_queries":
-        return sizes["queries"] / sizes["illustration_blocks"]
+        return sizes["illustration_queries"] / sizes["illustration_blocks"]
     if driver == "block_queries":
-        return sizes["queries"] * sizes["block_shares"]["captions"][int(job["wildcards"]["block"])]
+        return sizes["truth_queries"] * sizes["block_shares"]["captions"][int(job["wildcards"]["block"])]
+    if driver == "query_candidates":
+        return sizes["illustration_queries"] * sizes["illustration_candidates"]
     return {"fixed": 0}.get(driver, sizes.get(driver, 0))
 
 
 def images_read(job: dict, sizes: dict) -> float:
-    """The images a job reads: a search part its two blocks, any other job the build's."""
+    """The images a job reads: a search part its two blocks, the illustration its queries, any
+    other job the build's."""
+    if job["rule"] in PAIR_RULES:
+        return sizes["illustration_queries"]
     if job["rule"] != "benchmark_neighbour_block":
         return sizes["images"]
     return sizes["images"] * sum(search_shares(job, sizes))
 
 
 def costed_jobs(planned: list[dict], calibration: Calibration,
-                sizes: dict) -> tuple[dict[str, SimJob], dict[str, RuleCost]]:
-    """Each planned job as a simulated one with its cost; and the rules costed from a stated figure."""
-    jobs, stated = {}, {}
+                sizes: dict) -> tuple[dict[str, SimJob], dict[str, RuleCost], dict[str, int]]:
+    """Each planned job as a simulated one with its cost; the rules costed from a stated figure;
+    the rules without a cost (no calibration build ran them) and their jobs."""
+    jobs, stated, refused = {}, {}, {}
     for job in planned:
-        cost = calibration.cost_of(cost_rule(job["rule"], job["after"]), job["wildcards"])
+        if job["rule"] == "all":  # the target: no work
+            jobs[job["name"]] = SimJob(job["name"], "all", 0.0, 1, 0, tuple(job["after"]))
+            continue
+        rule = cost_rule(job["rule"], job["after"])
+        cost = calibration.cost_of(rule, job["wildcards"])
+        if cost is None:
+            refused[rule] = refused.get(rule, 0) + 1
+            continue
         if cost.build == CNN_STATED:
             stated[cost.rule] = cost
-        seconds = 0.0 if job["rule"] == "all" else cost.seconds(units_of(job, cost.driver, sizes),
-                                                                 images_read(job, sizes), job["threads"])
+        seconds = cost.seconds(units_of(job, cost.driver, sizes), images_read(job, sizes), job["threads"])
         jobs[job["name"]] = SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
                                    tuple(job["after"]))
-    return jobs, stated
+    return jobs, stated, refused
+
+
+# A calibration build whose jobs ran this much slower than their CPU time says was loaded.
+LOADED_FACTOR = 1.15
 
 
 def print_calibration(calibration: Calibration, out=sys.stdout) -> None:
     for build, fit in calibration.slowdown.items():
         print(f"calibration build {build}: wall = {fit.factor:.2f} x (CPU + {fit.overhead:.2f} s) a job "
               f"(machine load during it; Snakemake's per-job overhead)", file=out)
+        if fit.factor > LOADED_FACTOR:
+            print(f"warning: the jobs of {build} ran {fit.factor:.2f}x slower than their CPU time: other work "
+                  "shared the machine; the projection deflates their wall times by it, but a quiet build is surer",
+                  file=out)
     print(f"{'rule':28s} {'size driver':13s} {'fixed s':>8s} {'rate (core-s per unit)':>23s}", file=out)
     for rule, cost in sorted(calibration.rules.items()):
         extra = f" + {cost.per_image:.3g}/image" if cost.per_image else ""
@@ -155,7 +182,13 @@ def print_calibration(calibration: Calibration, out=sys.stdout) -> None:
 
 def print_projection(projection: Projection, out=sys.stdout) -> None:
     s, p = projection.schedule, projection
-    print(f"whole release, {p.shape} shape, {p.n_images} images, {p.cores} cores: {p.hours:.2f} h", file=out)
+    what = f"whole release, {p.title} shape" + (f" with CNN features {', '.join(p.networks)}" if p.networks else "")
+    if p.refused:
+        print(f"{what}, {p.n_images} images, {p.cores} cores: not projected: no "
+              "calibration build ran " + ", ".join(f"{rule} ({jobs} jobs)" for rule, jobs in sorted(p.refused.items()))
+              + "; give --records of a build that did (annobench bench builds every rule)", file=out)
+        return
+    print(f"{what}, {p.n_images} images, {p.cores} cores: {p.hours:.2f} h", file=out)
     for rule, cost in sorted(p.stated.items()):
         print(f"  {rule}: {cost.rate:.3g} core-s per image + {cost.fixed:.1f} s a job, {cost.build}", file=out)
     print(f"  {len(p.jobs)} jobs; lower bound (all work spread over the cores): {p.lower_bound_hours:.2f} h, "
@@ -198,7 +231,7 @@ def utilisation_png(projections: list[Projection], width: int = 900, panel: int 
         top, left, right = k * panel + 40, 70, width - 20
         bottom = top + panel - 80
         cv2.rectangle(canvas, (left, top), (right, bottom), (0, 0, 0), 1)
-        _text(canvas, f"{p.shape} shape, {p.n_images} images, {p.cores} cores: {p.hours:.2f} h "
+        _text(canvas, f"{p.title} shape, {p.n_images} images, {p.cores} cores: {p.hours:.2f} h "
                       f"(busy {100 * p.schedule.utilisation(p.cores):.0f} %)", (left, top - 12), 0.55)
         span = p.schedule.makespan or 1.0
         times = [span * i / (right - left) for i in range(right - left)]

@@ -49,7 +49,7 @@ from annobench.core.config import release_identity
 from annobench.core.fingerprint import params_hash
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
-from annobench.core.provenance import RECORDS, describe_file
+from annobench.core.provenance import RECORDS, current_records, describe_file, last_writers, load_records  # noqa: F401
 from annobench.release.bag import PAYLOAD, write_bag
 from annobench.release.croissant import write_croissant
 from annobench.release.dataset_card import write_dataset_card
@@ -65,27 +65,6 @@ KIT_DATA_DIR = "kit/data/"
 MANIFEST, JOBS, HEADER, CRATE = "MANIFEST.jsonl", "JOBS.jsonl", "RELEASE.json", "ro-crate-metadata.json"
 RELEASE_RULE = "release"  # the rule of the files the release job writes itself
 PROCESS_PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
-
-
-def load_records(out_dir: Path) -> list[dict]:
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out_dir / RECORDS).glob("*.json"))]
-
-
-def last_writers(records: list[dict]) -> dict[str, tuple[dict, dict]]:
-    """Each output path -> (record, output) of the job that wrote it last: a build resumed after
-    rules were renamed or split keeps the old records, which claim the files too but finished
-    before."""
-    made_by = {}
-    for record in sorted(records, key=lambda r: (r["finished"], job_name(r))):
-        for output in record["outputs"]:
-            made_by[output["path"]] = (record, output)
-    return made_by
-
-
-def current_records(records: list[dict]) -> list[dict]:
-    """The records less those superseded: every output of theirs rewritten by a later job."""
-    made_by = last_writers(records)
-    return [r for r in records if not r["outputs"] or any(made_by[o["path"]][0] is r for o in r["outputs"])]
 
 
 def released_files(out_dir: Path) -> list[str]:
