@@ -152,12 +152,14 @@ def speed_warnings(speeds: list[dict], tolerance: float = SPEED_TOLERANCE) -> li
 
 
 def print_projections(build_dirs: list[Path], n_images: int | None = None, cores: int = FULL_CORES,
-                      mem_gb: float = 256, plot: Path | None = None, out=sys.stdout, cnn: dict | None = None) -> list:
+                      mem_gb: float = 256, plot: Path | None = None, out=sys.stdout, cnn: dict | None = None,
+                      peaks: bool = False) -> list:
     """The real releases (annobench.projection.dag.SHAPES) projected from Snakemake's DAG at their
     own sizes (or `n_images` each), costed from the job records of the builds in `build_dirs`; with
     `cnn` (cnn_section), each again with those networks and the baselines on them, printed beside."""
     from annobench.projection.costs import calibrate
-    from annobench.projection.project import SHAPES, print_calibration, print_projection, project, utilisation_png
+    from annobench.projection.project import (SHAPES, print_calibration, print_peak_table, print_projection, project,
+                                              utilisation_png)
 
     calibration = calibrate(build_dirs)
     print_calibration(calibration, out)
@@ -167,6 +169,8 @@ def print_projections(build_dirs: list[Path], n_images: int | None = None, cores
             projection = project(shape, n_images, cores, calibration, mem_gb * 1000, cnn=networks)
             print_projection(projection, out)
             projections.append(projection)
+    if peaks:
+        print_peak_table(projections, out)
     if plot:
         plot.write_bytes(utilisation_png([p for p in projections if not p.refused and not p.networks]))
         print(f"cores' utilisation over time: {plot}", file=out)

@@ -230,7 +230,7 @@ def _bench(args: argparse.Namespace) -> int:
             builds = [path.resolve() for path in
                       run_bench(args.images, args.cores, workdir, args.images_per_shard, cnn=cnn)["builds"]]
         print_projections(builds, args.project_images, args.project_cores, args.mem_gb,
-                          Path(args.plot) if args.plot else None, cnn=cnn)
+                          Path(args.plot) if args.plot else None, cnn=cnn, peaks=args.peaks)
 
     try:
         cnn = cnn_section(args.cnn_config) if args.cnn_config else None
@@ -520,6 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="images of each projected release (default: each release's own)")
     bench.add_argument("--project-cores", type=positive_int, default=32, help="cores of the projected machine")
     bench.add_argument("--mem-gb", type=float, default=256, help="memory of the projected machine")
+    bench.add_argument("--peaks", action="store_true",
+                       help="also print every rule's projected peak memory a job in each release")
     bench.add_argument("--plot", default=None, help="write the cores' utilisation over time here (PNG)")
     bench.add_argument("--cnn-config", default=None, metavar="CONFIG",
                        help="a config whose features.cnn networks the bench build computes and the projection "

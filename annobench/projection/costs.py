@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import json
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -113,9 +113,33 @@ class RuleCost:
     work: float = 0.0  # core-seconds of work (start-up aside), summed over its jobs
     jobs: int = 1
     settings: str | None = None  # hash of the jobs' `settings` param: the work a unit costs depends on it
+    peaks: tuple[tuple[float, float], ...] = ()  # (memory_size, peak MiB) of each job measured
 
     def seconds(self, units: float, n_images: int, threads: int = 1) -> float:
         return self.fixed + (self.rate * units + self.per_image * n_images) / max(1, threads)
+
+    def peak_at(self, size: float) -> float:
+        """Peak memory (MiB) at a job size (memory_size), from a least-squares line through the
+        measured jobs' peaks; never below the least a job took (the interpreter and its imports)."""
+        if not self.peaks:
+            return 0.0
+        if len({round(s, 9) for s, _ in self.peaks}) < 2:
+            return max(p for _, p in self.peaks)
+        base, slope = line_fit(self.peaks)
+        return max(base + max(slope, 0.0) * size, min(p for _, p in self.peaks))
+
+
+def memory_size(driver: str, units: float, read: float) -> float:
+    """What a job's memory grows with: the images (queries) a search reads; else its driver's units."""
+    return read if driver in PAIR_RATES else units
+
+
+def line_fit(points) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line through (x, y) points (two x values at least)."""
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
+    return mean_y - slope * mean_x, slope
 
 
 @dataclass
@@ -168,18 +192,18 @@ def merged(costs: list[RuleCost]) -> RuleCost:
     of 4,096 words a shard, or one of 1,000)."""
     largest = max(costs, key=lambda c: c.units)
     costs = [c for c in costs if c.settings == largest.settings]
+    peaks = tuple(point for c in costs for point in c.peaks)
     points = [(c.units / c.jobs, c.work / c.jobs) for c in costs if c.driver not in ("fixed", *PAIR_RATES)]
     if len({round(u, 9) for u, _ in points}) < 2:
-        return largest
-    mean_u, mean_w = statistics.fmean(u for u, _ in points), statistics.fmean(w for _, w in points)
-    slope = (sum((u - mean_u) * (w - mean_w) for u, w in points) / sum((u - mean_u) ** 2 for u, _ in points))
+        return largest if peaks == largest.peaks else replace(largest, peaks=peaks)
+    intercept, slope = line_fit(points)
     if slope <= 0:
         fixed, slope = max(w for _, w in points), 0.0
     else:
-        fixed = max(0.0, mean_w - slope * mean_u)
+        fixed = max(0.0, intercept)
     return RuleCost(largest.rule, largest.driver, largest.fixed + fixed, slope, units=largest.units,
                     build=" + ".join(sorted({c.build for c in costs})), work=largest.work, jobs=largest.jobs,
-                    settings=largest.settings)
+                    settings=largest.settings, peaks=peaks)
 
 
 class BuildSizes:
@@ -280,7 +304,8 @@ class BuildSizes:
             rule, units, read = self.costed(record)
             jobs.append({"rule": rule, "wildcards": record["wildcards"], "units": units, "read": read,
                          "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
-                         "wall": wall, "settings": params_hash(record["params"].get("settings"))})
+                         "wall": wall, "settings": params_hash(record["params"].get("settings")),
+                         "peak": usage.get("peak_rss_mib")})
         for rule, outputs in RECORDLESS.items():
             wall = next((walls[key] for key in (f"{self.config['output']}/{o}" for o in outputs) if key in walls), None)
             if wall is not None:  # its work is its wall time (no CPU measured), each image
@@ -367,7 +392,8 @@ def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[
         units = sum(j["units"] for j in group)
         settings = {j.get("settings") for j in group}
         cost = RuleCost(rule, driver, fixed, 0.0, units=units, build=str(build.workdir), work=work, jobs=len(group),
-                        settings=settings.pop() if len(settings) == 1 else "mixed")
+                        settings=settings.pop() if len(settings) == 1 else "mixed",
+                        peaks=tuple((memory_size(driver, j["units"], j["read"]), j["peak"]) for j in group if j.get("peak")))
         if driver in PAIR_RATES:  # products at the timed rate; the rest is reading, per image (query)
             cost.rate = PAIR_RATES[driver]
             cost.per_image = max(0.0, work - NEIGHBOUR_RATE * units) / max(1, sum(j["read"] for j in group))

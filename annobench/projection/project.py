@@ -7,7 +7,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annobench.projection.costs import CNN_STATED, PAIR_RULES, Calibration, RuleCost, cost_rule, feature_dimension
+from annobench.projection.costs import (CNN_STATED, PAIR_RULES, Calibration, RuleCost, cost_rule, feature_dimension,
+                                        memory_size)
 from annobench.projection.dag import SHAPES, planned_jobs, shape_sizes, synthetic_config, synthetic_shard_sizes
 from annobench.projection.schedule import Schedule, SimJob, simulate
 
@@ -23,6 +24,7 @@ class Projection:
     stated: dict[str, RuleCost] = field(default_factory=dict)  # rules costed from a stated figure, not a record
     refused: dict[str, int] = field(default_factory=dict)  # rules no calibration build ran -> their jobs
     networks: tuple[str, ...] = ()  # features.cnn planned too
+    peaks: dict[str, tuple[float, float]] = field(default_factory=dict)  # rule -> (projected peak MiB, job size)
 
     @property
     def title(self) -> str:
@@ -59,10 +61,11 @@ def project(shape: str, n_images: int | None, cores: int, calibration: Calibrati
         networks = network_dimensions(cnn or {}, folder / f"dag-{shape}" / "out")
     sizes = planned_sizes(shape, n_images, images_per_shard)
     sizes["networks"] = networks
-    jobs, stated, refused = costed_jobs(planned, calibration, sizes)
+    jobs, stated, refused, peaks = costed_jobs(planned, calibration, sizes)
     shard_jobs = frozenset(job["name"] for job in planned if "shard" in job["wildcards"])
     schedule = Schedule(0.0, {}, {}, {}) if refused else simulate(list(jobs.values()), cores, mem_mb)
-    return Projection(shape, n_images, cores, jobs, schedule, shard_jobs, stated, refused, tuple(sorted(cnn or {})))
+    return Projection(shape, n_images, cores, jobs, schedule, shard_jobs, stated, refused, tuple(sorted(cnn or {})),
+                      peaks)
 
 
 def network_dimensions(cnn: dict, out_dir: Path) -> dict[str, int]:
@@ -140,11 +143,11 @@ def images_read(job: dict, sizes: dict) -> float:
     return sizes["images"] * sum(search_shares(job, sizes))
 
 
-def costed_jobs(planned: list[dict], calibration: Calibration,
-                sizes: dict) -> tuple[dict[str, SimJob], dict[str, RuleCost], dict[str, int]]:
+def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict):
     """Each planned job as a simulated one with its cost; the rules costed from a stated figure;
-    the rules without a cost (no calibration build ran them) and their jobs."""
-    jobs, stated, refused = {}, {}, {}
+    the rules without a cost (no calibration build ran them) and their jobs; each rule's largest
+    projected peak memory (MiB) and the job size it is at."""
+    jobs, stated, refused, peaks = {}, {}, {}, {}
     for job in planned:
         if job["rule"] == "all":  # the target: no work
             jobs[job["name"]] = SimJob(job["name"], "all", 0.0, 1, 0, tuple(job["after"]))
@@ -156,10 +159,12 @@ def costed_jobs(planned: list[dict], calibration: Calibration,
             continue
         if cost.build == CNN_STATED:
             stated[cost.rule] = cost
-        seconds = cost.seconds(units_of(job, cost.driver, sizes), images_read(job, sizes), job["threads"])
-        jobs[job["name"]] = SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
-                                   tuple(job["after"]))
-    return jobs, stated, refused
+        units, read = units_of(job, cost.driver, sizes), images_read(job, sizes)
+        jobs[job["name"]] = SimJob(job["name"], job["rule"], cost.seconds(units, read, job["threads"]), job["threads"],
+                                   job["mem_mb"], tuple(job["after"]))
+        size = memory_size(cost.driver, units, read)
+        peaks[rule] = max(peaks.get(rule, (0.0, 0.0)), (cost.peak_at(size), size))
+    return jobs, stated, refused, peaks
 
 
 # A calibration build whose jobs ran this much slower than their CPU time says was loaded.
@@ -178,6 +183,16 @@ def print_calibration(calibration: Calibration, out=sys.stdout) -> None:
     for rule, cost in sorted(calibration.rules.items()):
         extra = f" + {cost.per_image:.3g}/image" if cost.per_image else ""
         print(f"{rule:28s} {cost.driver:13s} {cost.fixed:8.2f} {cost.rate:23.3g}{extra}", file=out)
+
+
+def print_peak_table(projections: list[Projection], out=sys.stdout) -> None:
+    """Every rule's projected peak memory a job (MiB) in each projected release, and the line fitted."""
+    shown = [p for p in projections if not p.refused]
+    rules = sorted({rule for p in shown for rule in p.peaks})
+    print("projected peak memory a job, MiB (the size it is at): " + " | ".join(p.title for p in shown), file=out)
+    for rule in rules:
+        cells = [f"{p.peaks[rule][0]:,.0f} ({p.peaks[rule][1]:,.0f})" if rule in p.peaks else "-" for p in shown]
+        print(f"  {rule:32s} " + " | ".join(cells), file=out)
 
 
 def print_projection(projection: Projection, out=sys.stdout) -> None:
@@ -200,6 +215,7 @@ def print_projection(projection: Projection, out=sys.stdout) -> None:
           f"{longest.seconds / 60:.1f} min, {100 * longest.seconds / 3600 / p.hours:.1f} % of the makespan; "
           f"on the critical path {on_path.name} {on_path.seconds / 60:.1f} min, "
           f"{100 * on_path.seconds / 3600 / p.hours:.1f} %", file=out)
+    print_peaks(p, out)
     print("  critical path (start - end in h; shard jobs of one rule in a row shown together):", file=out)
     for rule, names in path_runs(s.critical_path, p.jobs):
         first, last = names[0], names[-1]
@@ -207,6 +223,19 @@ def print_projection(projection: Projection, out=sys.stdout) -> None:
         minutes = sum(p.jobs[n].seconds for n in names) / 60
         print(f"    {s.start[first] / 3600:6.3f} - {s.end[last] / 3600:6.3f}  {what} ({minutes:.1f} min, "
               f"{s.threads[first]} thread(s))", file=out)
+
+
+# A job projected above this much memory is named (a node of the target machines holds 16 GB a job).
+MEMORY_LIMIT_MIB = 16 * 1024
+
+
+def print_peaks(p: Projection, out=sys.stdout, shown: int = 4) -> None:
+    """The largest projected peaks (a line through each rule's measured jobs), and any above the limit."""
+    largest = sorted(p.peaks.items(), key=lambda item: -item[1][0])
+    over = [rule for rule, (mib, _) in largest if mib > MEMORY_LIMIT_MIB]
+    print("  projected peak memory a job (fitted to the measured jobs' peaks): " + ", ".join(
+        f"{rule} {mib / 1024:.1f} GiB" for rule, (mib, _) in largest[:shown])
+        + f"; above {MEMORY_LIMIT_MIB // 1024} GiB: {', '.join(over) or 'none'}", file=out)
 
 
 def path_runs(path: list[str], jobs: dict[str, SimJob]) -> list[tuple[str, list[str]]]:
