@@ -8,15 +8,18 @@ own per-job overhead) and work proportional to one size (its driver):
   (benchmark_neighbour_block): query x reference x dimension products (NEIGHBOUR_RATE), plus
   the images it reads; the merge of a split search (MERGE_RULE): the query images;
 - codebooks: sample descriptors x words x iterations of k-means;
-- the baselines, captions, boxes, selection and illustration jobs: the query images (Meteor's
-  block jobs: the query images of their block; the illustration's page blocks: their queries
-  and rejected pairs);
+- the annotation and box baselines: the images a run covers (queries); the captions, boxes and
+  selection jobs: the images with ground truth (Meteor's block jobs: those of their block);
+- the text illustration's ranking: query x candidate pairs (ILLUSTRATION_PAIR_RATE), plus its
+  queries; its page blocks: their queries and rejected pairs;
 - every other job (one for the whole build): the images of the build.
 
 Work is CPU time from the job records, less start-up. A job whose wall time (Snakemake's
 metadata) says it took longer than its own CPU explains (the Meteor JVM runs as a child
 process, outside the record's CPU) is costed from its wall time. Wall times are first
 deflated by how slow the machine ran during the build (`Slowdown`), fitted over the jobs.
+A rule no build ran has no cost: the projection refuses it by name rather than guess (a search
+in one part takes its parts' costs, SAME_WORK; a network no build ran, a stated figure).
 """
 
 from __future__ import annotations
