@@ -139,7 +139,7 @@ def costed_jobs(planned: list[dict], calibration: Calibration,
         seconds = 0.0 if job["rule"] == "all" else cost.seconds(units_of(job, cost.driver, sizes),
                                                                  images_read(job, sizes), job["threads"])
         jobs[job["name"]] = SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
-                                   tuple(job["after"]))
+                                   tuple(job["after"]), job.get("priority", 0))
     return jobs, stated
 
 

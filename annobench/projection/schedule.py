@@ -23,6 +23,7 @@ class SimJob:
     threads: int = 1
     mem_mb: float = 0.0
     after: tuple[str, ...] = ()  # names of the jobs it needs
+    priority: int = 0  # the rule's `priority:` (Snakemake starts the ready jobs of the highest first)
 
 
 @dataclass
