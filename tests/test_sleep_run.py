@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from annobench.projection.schedule import SimJob, simulate
+from annobench.projection.schedule import SimJob, remaining_paths, simulate
 from annobench.projection.sleep_run import sleep_run
 
 # It runs Snakemake from annobench code, where the tier hook (tests/tiers.py) does not look.
@@ -18,7 +18,7 @@ FACTOR = 100  # the jobs' seconds below sleep 0.05-0.3 s
 def small_build() -> dict[str, SimJob]:
     """Four shards: ingest -> a feature (priority 1) and a two-thread text job; a search per pair
     of shards' features (1,500 MB: two at a time fit, not four); a four-thread codebook on every
-    ingest; a statistics job on the texts (3,500 MB: one small job fits beside it); a merge and
+    ingest (the longest path, at priority 0); a statistics job on the texts (3,500 MB: one small job fits beside it); a merge and
     a report at the end. 30 jobs."""
     shards = range(4)
     jobs = [SimJob(f"ingest-{s}", "ingest", 10.0, mem_mb=500) for s in shards]
@@ -28,7 +28,7 @@ def small_build() -> dict[str, SimJob]:
     pairs = [(a, b) for a in shards for b in shards if a <= b]
     jobs += [SimJob(f"search-{a}-{b}", "search", 15.0, mem_mb=1500, after=(f"feature-{a}", f"feature-{b}"))
              for a, b in pairs]
-    jobs += [SimJob("codebook", "codebook", 30.0, threads=4, mem_mb=1000, after=tuple(f"ingest-{s}" for s in shards)),
+    jobs += [SimJob("codebook", "codebook", 60.0, threads=4, mem_mb=1000, after=tuple(f"ingest-{s}" for s in shards)),
              SimJob("stats", "stats", 20.0, mem_mb=3500, after=tuple(f"text-{s}" for s in shards)),
              SimJob("merge", "merge", 5.0, mem_mb=500, after=("codebook", *(f"search-{a}-{b}" for a, b in pairs))),
              SimJob("report", "report", 10.0, mem_mb=500, after=("merge", "stats"))]
@@ -71,3 +71,14 @@ def test_the_measured_makespan_is_near_the_simulated_one(run):
     # Snakemake starts a job some 10-100 ms after a job ends, x FACTOR here: a few jobs in a row.
     assert simulated * 0.9 <= run.measured <= simulated * 1.4
     assert run.ratio == pytest.approx(run.measured / simulated)
+
+
+def test_snakemake_and_the_simulator_start_the_jobs_of_higher_priority_first(run):
+    jobs = small_build()
+    features = [name for name in jobs if name.startswith("feature-")]
+    simulated = simulate(list(jobs.values()), CORES, MEM_MB)
+    measured = {name: start for name, (start, _) in run.spans.items()}
+    for start in (measured, simulated.start):
+        assert max(start[name] for name in features) < start["codebook"]
+    # By the longest path alone, the codebook (60 + 5 + 10 s) would have gone first.
+    assert simulate(list(jobs.values()), CORES, MEM_MB, order=remaining_paths).start["codebook"] == 10.0
