@@ -62,6 +62,9 @@ def main() -> None:
     print(f"  simulate():                 {run.simulated:8.0f} s ({run.simulated / 3600:.2f} h)")
     print(f"  difference: {100 * (run.ratio - 1):+.1f} % of the simulator's; the sleep run took {run.wall:.0f} s "
           f"(first job's start to last job's end {run.measured / factor:.0f} s)")
+    print(f"  simulate() in Snakemake's own start order: {run.replayed:.0f} s; so Snakemake's order "
+          f"{100 * (run.replayed / run.simulated - 1):+.1f} %, its time between jobs x {factor:.1f} "
+          f"{100 * run.latency / run.simulated:+.1f} %")
 
 
 if __name__ == "__main__":

@@ -70,7 +70,9 @@ def test_the_measured_makespan_is_near_the_simulated_one(run):
     assert run.simulated == pytest.approx(simulated)
     # Snakemake starts a job some 10-100 ms after a job ends, x FACTOR here: a few jobs in a row.
     assert simulated * 0.9 <= run.measured <= simulated * 1.4
-    assert run.ratio == pytest.approx(run.measured / simulated)
+    # Snakemake's own start order, replayed without its latency, is the simulated schedule's
+    # (200 s) but for ties it breaks otherwise (205 s in seven runs).
+    assert run.replayed == pytest.approx(simulated, rel=0.1)
 
 
 def test_snakemake_and_the_simulator_start_the_jobs_of_higher_priority_first(run):

@@ -6,7 +6,9 @@ jobs/RULE/{job}.done, input the .done files of the jobs it needs), each job's th
 and priority as planned, and a shell command that sleeps and writes when it began and ended: a
 shell job needs no Python process, so many sleeping jobs cost a 2-core machine nothing. The
 makespan is read from the jobs' own clocks (first start to last end), so Snakemake's start-up
-and DAG building do not count; its latency between a job's end and the next start does.
+and DAG building do not count; its latency between a job's end and the next start does, times
+the factor. To tell that from the order Snakemake chose, the simulator also replays the run:
+the same jobs started in the order Snakemake started them, with no latency.
 
 Every .done file has the same size, so where Snakemake's greedy scheduler ranks the ready jobs
 of one priority by the bytes of their inputs, the sleep run ranks them by their number of
@@ -70,6 +72,7 @@ class SleepRun:
     factor: float
     measured: float  # Snakemake's makespan from the jobs' clocks, times the factor
     simulated: float  # simulate()'s makespan of the same jobs at full length
+    replayed: float  # simulate() following the order Snakemake started the jobs in
     wall: float  # seconds the snakemake command took, start-up included
     spans: dict[str, tuple[float, float]]  # job -> (start, end), seconds after the first start, unscaled
 
@@ -77,6 +80,11 @@ class SleepRun:
     def ratio(self) -> float:
         """Snakemake's makespan over the simulator's."""
         return self.measured / self.simulated if self.simulated else float("nan")
+
+    @property
+    def latency(self) -> float:
+        """What Snakemake's time between jobs added, times the factor: measured - replayed."""
+        return self.measured - self.replayed
 
 
 def write_workflow(jobs: dict[str, SimJob], folder: Path, factor: float) -> Path:
@@ -119,6 +127,11 @@ def job_spans(workdir: Path, jobs: dict[str, SimJob]) -> dict[str, tuple[float, 
     return {name: (start - first, end - first) for name, (start, end) in clocks.items()}
 
 
+def started_order(spans: dict[str, tuple[float, float]]):
+    """An `order` for simulate(): the jobs ranked as Snakemake started them, the earliest first."""
+    return lambda jobs: {name: -spans[name][0] for name in jobs}
+
+
 def sleep_run(jobs: dict[str, SimJob], cores: int, mem_mb: float, factor: float, workdir: Path) -> SleepRun:
     """Run `jobs` sleeping 1/factor of their time under Snakemake in `workdir` (a new folder), and
     simulate them at full length on the same cores and memory."""
@@ -127,4 +140,5 @@ def sleep_run(jobs: dict[str, SimJob], cores: int, mem_mb: float, factor: float,
     spans = job_spans(workdir / "run", jobs)
     measured = max(end for _, end in spans.values()) * factor
     simulated = simulate(list(jobs.values()), cores, mem_mb).makespan
-    return SleepRun(len(jobs), cores, factor, measured, simulated, wall, spans)
+    replayed = simulate(list(jobs.values()), cores, mem_mb, order=started_order(spans)).makespan
+    return SleepRun(len(jobs), cores, factor, measured, simulated, replayed, wall, spans)
