@@ -8,11 +8,8 @@ import pytest
 from annobench.projection.schedule import SimJob, remaining_paths, simulate
 from annobench.projection.sleep_run import sleep_run
 
-# It runs Snakemake from annobench code, where the tier hook (tests/tiers.py) does not look.
-pytestmark = pytest.mark.workflow
-
 CORES, MEM_MB = 4, 4000
-FACTOR = 100  # the jobs' seconds below sleep 0.05-0.3 s
+FACTOR = 100  # the jobs' seconds below sleep 0.05-0.6 s
 
 
 def small_build() -> dict[str, SimJob]:
