@@ -15,8 +15,8 @@ FACTOR = 100  # the jobs' seconds below sleep 0.05-0.6 s
 def small_build() -> dict[str, SimJob]:
     """Four shards: ingest -> a feature (priority 1) and a two-thread text job; a search per pair
     of shards' features (1,500 MB: two at a time fit, not four); a four-thread codebook on every
-    ingest (the longest path, at priority 0); a statistics job on the texts (3,500 MB: one small job fits beside it); a merge and
-    a report at the end. 30 jobs."""
+    ingest (the longest path, at priority 0); a statistics job on the texts (3,500 MB: one small
+    job fits beside it); a merge and a report at the end. 30 jobs."""
     shards = range(4)
     jobs = [SimJob(f"ingest-{s}", "ingest", 10.0, mem_mb=500) for s in shards]
     jobs += [SimJob(f"feature-{s}", "feature", 20.0 + 5 * s, mem_mb=500, after=(f"ingest-{s}",), priority=1)

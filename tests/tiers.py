@@ -1,8 +1,9 @@
 """Each test's tier, found from the code it runs, so that no test author has to mark one.
 
 `workflow`: the test (or a fixture it uses) runs Snakemake: helpers.run_snakemake,
-annobench.projection.sleep_run.sleep_run, or a command naming "snakemake". `real_data`: it reads ../shared: helpers.require_shared, or a path under
-../shared (module constants, parametrize values, fixture params). `fuzz`: the fuzz campaign
+annobench.projection.sleep_run.sleep_run, or a command naming "snakemake". `real_data`: it
+reads ../shared: helpers.require_shared, or a path under ../shared (module constants,
+parametrize values, fixture params). `fuzz`: the fuzz campaign
 (tests/test_fuzz.py). `fast`: none of these.
 
 The search reads code objects: the test function's and its fixtures' (those a parametrize value
