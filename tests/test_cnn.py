@@ -313,9 +313,12 @@ def test_the_projection_states_the_benchmarks_cost_for_a_network_no_build_ran(ne
     from annobench.projection.costs import CNN_STATED, CNN_STATED_SECONDS_PER_IMAGE, Calibration, RuleCost
     from annobench.projection.project import print_projection, project
 
-    calibration = Calibration({}, default=RuleCost("default", "images", 1.0, 0.0))
+    calibration = Calibration({})
     networks = {"small": settings(nets["onnx"], "fc7", TORCHVISION)}
-    projection = project("2014", 300, 2, calibration, 8000, images_per_shard=200, workdir=tmp_path, cnn=networks)
+    refused = project("webupv2014", 300, 2, calibration, 8000, images_per_shard=200, workdir=tmp_path, cnn=networks).refused
+    assert "feature_cnn_small" not in refused  # the stated figure, where every other rule has no record
+    calibration.rules.update({rule: RuleCost(rule, "images", 1.0, 0.0) for rule in refused})
+    projection = project("webupv2014", 300, 2, calibration, 8000, images_per_shard=200, workdir=tmp_path, cnn=networks)
     jobs = [job for job in projection.jobs.values() if job.rule == "feature_cnn_small"]
     assert len(jobs) == 2 and projection.stated["feature_cnn_small"].build == CNN_STATED
     assert "benchmark_neighbours-cnn_small" in projection.jobs

@@ -15,7 +15,7 @@ import yaml
 
 from annobench.projection.costs import RuleCost, calibrate, merged
 from annobench.projection.dag import planned_jobs, shape_sizes
-from annobench.projection.schedule import SimJob, simulate
+from annobench.projection.schedule import SimJob, remaining_paths, simulate
 from helpers import REPO, demo_sections, require_shared, run_snakemake
 
 
@@ -53,6 +53,12 @@ def test_memory_keeps_jobs_apart_that_cores_would_run_together():
     # A job declaring more than the machine has runs with nothing else in memory.
     big = [SimJob("x", "r", 5.0, mem_mb=5000), SimJob("y", "r", 5.0, mem_mb=10)]
     assert simulate(big, cores=2, mem_mb=1000).makespan == pytest.approx(10.0)
+
+
+def test_a_rules_priority_goes_before_the_longest_path_as_in_snakemake():
+    jobs = [SimJob("long", "r", 10.0), SimJob("urgent", "s", 1.0, priority=1)]
+    assert simulate(jobs, cores=1).start == {"urgent": 0.0, "long": 1.0}
+    assert simulate(jobs, cores=1, order=remaining_paths).start == {"long": 0.0, "urgent": 10.0}
 
 
 def test_a_cycle_or_a_missing_dependency_is_refused():

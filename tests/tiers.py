@@ -1,8 +1,9 @@
 """Each test's tier, found from the code it runs, so that no test author has to mark one.
 
-`workflow`: the test (or a fixture it uses) runs Snakemake: helpers.run_snakemake, or a command
-naming "snakemake". `real_data`: it reads ../shared: helpers.require_shared, or a path under
-../shared (module constants, parametrize values, fixture params). `fuzz`: the fuzz campaign
+`workflow`: the test (or a fixture it uses) runs Snakemake: helpers.run_snakemake,
+annobench.projection.sleep_run.sleep_run, or a command naming "snakemake". `real_data`: it
+reads ../shared: helpers.require_shared, or a path under ../shared (module constants,
+parametrize values, fixture params). `fuzz`: the fuzz campaign
 (tests/test_fuzz.py). `fast`: none of these.
 
 The search reads code objects: the test function's and its fixtures' (those a parametrize value
@@ -20,11 +21,13 @@ import types
 from pathlib import Path
 
 import helpers
+from annobench.projection.sleep_run import sleep_run
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("workflow", "real_data", "fuzz")
 FUZZ_MODULES = {"test_fuzz.py"}
-GATEWAYS = {helpers.run_snakemake: "workflow", helpers.require_shared: "real_data"}
+# sleep_run runs Snakemake from annobench code, where the search does not look.
+GATEWAYS = {helpers.run_snakemake: "workflow", sleep_run: "workflow", helpers.require_shared: "real_data"}
 SHARED_PREFIXES = tuple({str(helpers.SHARED), os.path.realpath(helpers.SHARED)})
 
 

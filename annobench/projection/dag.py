@@ -6,7 +6,8 @@ plan time (the paths are only stat'ed for the shards' fingerprints, where a miss
 reads as "missing"), so a synthetic image list of N ids with paths that do not exist, and a
 page map putting them on pages, plan the same DAG as N real images would. The DAG is built
 by Snakemake's own API in a child process (the API changes the working directory and sets
-up logging), which writes each job's rule, wildcards, threads, memory and dependencies.
+up logging), which writes each job's rule, wildcards, threads, memory, priority (the rule's
+`priority:`) and dependencies.
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ def _job_entry(job, dependencies) -> dict:
     wildcards = dict(job.wildcards.items())
     return {"name": job_name(job.rule.name, wildcards), "rule": job.rule.name, "wildcards": wildcards,
             "threads": job.threads, "mem_mb": job.resources.get("mem_mb", 0),
+            "priority": job.rule.expand_priority(job.wildcards_dict, job.input, job.attempt),
             "after": sorted({job_name(d.rule.name, dict(d.wildcards.items())) for d in dependencies}),
             "outputs": [str(path) for path in job.output]}
 

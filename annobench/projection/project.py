@@ -161,7 +161,7 @@ def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict):
             stated[cost.rule] = cost
         units, read = units_of(job, cost.driver, sizes), images_read(job, sizes)
         jobs[job["name"]] = SimJob(job["name"], job["rule"], cost.seconds(units, read, job["threads"]), job["threads"],
-                                   job["mem_mb"], tuple(job["after"]))
+                                   job["mem_mb"], tuple(job["after"]), job.get("priority", 0))
         size = memory_size(cost.driver, units, read)
         peaks[rule] = max(peaks.get(rule, (0.0, 0.0)), (cost.peak_at(size), size))
     return jobs, stated, refused, peaks

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from annobench.core.provenance import RECORDS
@@ -45,8 +45,7 @@ def replay(workdir: Path, cores: int, calibration: Calibration) -> Replay:
     for step in steps:
         jobs = step_jobs(planned, step, build, calibration)
         quiet += simulate(jobs, cores).makespan
-        loaded += simulate([SimJob(j.name, j.rule, j.seconds * factor, j.threads, j.mem_mb, j.after) for j in jobs],
-                           cores).makespan
+        loaded += simulate([replace(j, seconds=j.seconds * factor) for j in jobs], cores).makespan
         timed = [spans[name] for name in step if name in spans]
         measured += max(end for _, end in timed) - min(start for start, _ in timed)
     return Replay(workdir, cores, measured, quiet, loaded, factor, len(planned))
@@ -97,5 +96,5 @@ def step_jobs(planned: list[dict], step: set[str], build: BuildSizes, calibratio
         elif job["rule"] in RECORDLESS and job["rule"] in calibration.rules:
             seconds = calibration.rules[job["rule"]].seconds(build.n_images, build.n_images, job["threads"])
         jobs.append(SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
-                           tuple(n for n in job["after"] if n in step)))
+                           tuple(n for n in job["after"] if n in step), job.get("priority", 0)))
     return jobs

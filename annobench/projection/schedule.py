@@ -1,17 +1,20 @@
 """List scheduling of a job DAG on C cores and M MB of memory, in Snakemake's spirit.
 
 Policy: whenever a job ends (or at the start), the ready jobs (every dependency done) are
-considered by decreasing longest remaining path (the job's own time plus the longest chain
-after it), and each one that fits in the free cores and memory starts at once; a job that
-does not fit waits, jobs after it in the order may still start (greedy back-filling, as
-Snakemake's greedy scheduler does). A job asking for more threads than there are cores runs
-on all of them, as Snakemake caps threads at --cores; one declaring more memory than the
-machine has runs with nothing else in memory (Snakemake would refuse it: the caller says so).
+considered in Snakemake's order: by decreasing priority (the rule's `priority:`), then by
+decreasing longest remaining path (the job's own time plus the longest chain after it); each
+one that fits in the free cores and memory starts at once; a job that does not fit waits, jobs
+after it in the order may still start (greedy back-filling, as Snakemake's greedy scheduler
+does). Snakemake breaks ties of priority by the bytes of the jobs' inputs, which a plan does
+not know; the longest path stands in for them. A job asking for more threads than there are
+cores runs on all of them, as Snakemake caps threads at --cores; one declaring more memory than
+the machine has runs with nothing else in memory (Snakemake would refuse it: the caller says so).
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 
@@ -23,6 +26,7 @@ class SimJob:
     threads: int = 1
     mem_mb: float = 0.0
     after: tuple[str, ...] = ()  # names of the jobs it needs
+    priority: int = 0  # the rule's `priority:` (Snakemake starts the ready jobs of the highest first)
 
 
 @dataclass
@@ -56,6 +60,12 @@ def remaining_paths(jobs: dict[str, SimJob]) -> dict[str, float]:
     return longest
 
 
+def snakemake_order(jobs: dict[str, SimJob]) -> dict[str, tuple[int, float]]:
+    """Each job's rank, the larger first: its priority, then its longest remaining path."""
+    paths = remaining_paths(jobs)
+    return {name: (job.priority, paths[name]) for name, job in jobs.items()}
+
+
 def topological_order(jobs: dict[str, SimJob]) -> list[str]:
     waiting = {name: len(job.after) for name, job in jobs.items()}
     users: dict[str, list[str]] = {name: [] for name in jobs}
@@ -76,8 +86,11 @@ def topological_order(jobs: dict[str, SimJob]) -> list[str]:
     return order
 
 
-def simulate(jobs: list[SimJob], cores: int, mem_mb: float = float("inf")) -> Schedule:
-    """The schedule of `jobs` on `cores` cores and `mem_mb` of memory (policy: module docstring)."""
+def simulate(jobs: list[SimJob], cores: int, mem_mb: float = float("inf"),
+             order: Callable[[dict[str, SimJob]], dict] = snakemake_order) -> Schedule:
+    """The schedule of `jobs` on `cores` cores and `mem_mb` of memory (policy: module docstring).
+    `order`: jobs -> each job's rank, the larger started first, ties by name (remaining_paths:
+    the longest path alone, priorities ignored)."""
     by_name = {job.name: job for job in jobs}
     missing = {need for job in jobs for need in job.after} - set(by_name)
     if missing:
@@ -85,7 +98,7 @@ def simulate(jobs: list[SimJob], cores: int, mem_mb: float = float("inf")) -> Sc
     # A job declaring more than the machine has gets all of it: it runs with nothing beside it.
     by_name = {n: j if j.mem_mb <= mem_mb else replace(j, mem_mb=mem_mb) for n, j in by_name.items()}
     jobs = list(by_name.values())
-    priority = remaining_paths(by_name)
+    rank = order(by_name)
     waiting = {job.name: len(job.after) for job in jobs}
     users: dict[str, list[str]] = {name: [] for name in by_name}
     for job in jobs:
@@ -96,7 +109,8 @@ def simulate(jobs: list[SimJob], cores: int, mem_mb: float = float("inf")) -> Sc
     start, end, threads = {}, {}, {}
     now, free_cores, free_mem = 0.0, cores, mem_mb
     while ready or running:
-        ready.sort(key=lambda name: (-priority[name], name))
+        ready.sort()
+        ready.sort(key=rank.__getitem__, reverse=True)  # stable: ties stay by name
         for name in list(ready):
             job = by_name[name]
             wanted = min(job.threads, cores)
