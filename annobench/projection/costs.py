@@ -8,9 +8,11 @@ own per-job overhead) and work proportional to one size (its driver):
   (benchmark_neighbour_block): query x reference x dimension products (NEIGHBOUR_RATE), plus
   the images it reads; the merge of a split search (MERGE_RULE): the query images;
 - codebooks: sample descriptors x words x iterations of k-means;
-- the baselines, captions, boxes, selection and illustration jobs: the query images (Meteor's
-  block jobs: the query images of their block; the illustration's page blocks: their queries
-  and rejected pairs);
+- the baselines, captions, boxes and selection jobs: the query images (Meteor's block jobs: the
+  query images of their block; the illustration's page blocks: their queries and rejected
+  pairs; the illustration's ranking blocks: their queries x the candidate images
+  (ILLUSTRATION_PAIR_RATE), plus their queries read; the illustration job that gathers them:
+  the queries);
 - every other job (one for the whole build): the images of the build.
 
 Work is CPU time from the job records, less start-up. A job whose wall time (Snakemake's
@@ -48,8 +50,10 @@ QUERY_RULES = ("baseline", "box_baseline")
 # Jobs over the images with ground truth (2016: the development and test sets).
 TRUTH_RULES = ("selection_baselines", "caption_baselines", "caption_evaluation", "caption_run_evaluation",
                "caption_human_bound", "benchmark_boxes", "caption_references")
-# The text illustration's ranking: every query's scores against every candidate image.
-PAIR_RULES = ("illustration",)
+# The text illustration's ranking: a block's queries scored against every candidate image.
+PAIR_RULES = ("illustration_rank",)
+# The illustration's queries, truth and runs, gathered: the queries.
+ILLUSTRATION_QUERY_RULES = ("illustration",)
 # Jobs of one block of test images (whole shards): the block's test images.
 BLOCK_QUERY_RULES = ("caption_meteor_block",)
 # Jobs of one block of pages (by page id hash): the (page, image) pairs they make queries of.
@@ -98,6 +102,8 @@ def driver_of(rule: str, wildcards: dict) -> str:
         return "truth_queries"
     if rule in PAIR_RULES:
         return "query_candidates"
+    if rule in ILLUSTRATION_QUERY_RULES:
+        return "illustration_queries"
     return "fixed" if rule in FIXED_RULES else "images"
 
 
@@ -218,11 +224,11 @@ class BuildSizes:
         return costed["rule"], self.units(costed), self.images_read(costed)
 
     def images_read(self, record: dict) -> int:
-        """Images whose vectors a neighbour search read (a part's two blocks), the queries the
-        illustration ranked; the build's for any other job."""
+        """Images whose vectors a neighbour search read (a part's two blocks), the queries an
+        illustration block ranked; the build's for any other job."""
         inputs = record["files"]["input"]
         if record["rule"] in PAIR_RULES:
-            return self.illustration_queries
+            return self.block_queries(record)
         if record["rule"] not in SEARCH_RULES or "queries" not in inputs:
             return self.n_images
         return sum(self.shard_images.get(Path(path).stem.split("-")[-1], 0)
@@ -255,8 +261,13 @@ class BuildSizes:
         if driver == "block_queries":
             return sum(self.split_counts(path)[0] for path in named_paths(record["files"]["input"], "images"))
         if driver == "query_candidates":
-            return self.illustration_queries * self.illustration_candidates
-        return {"queries": self.queries, "truth_queries": self.queries, "images": self.n_images, "fixed": 0}[driver]
+            return self.block_queries(record) * self.illustration_candidates
+        return {"queries": self.queries, "truth_queries": self.queries, "images": self.n_images, "fixed": 0,
+                "illustration_queries": self.illustration_queries}[driver]
+
+    def block_queries(self, record: dict) -> int:
+        """The queries of an illustration ranking block."""
+        return pq.read_metadata(self.out / record["files"]["input"]["queries"]).num_rows
 
     @property
     def illustration_queries(self) -> int:
@@ -370,7 +381,7 @@ def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[
                         settings=settings.pop() if len(settings) == 1 else "mixed")
         if driver in PAIR_RATES:  # products at the timed rate; the rest is reading, per image (query)
             cost.rate = PAIR_RATES[driver]
-            cost.per_image = max(0.0, work - NEIGHBOUR_RATE * units) / max(1, sum(j["read"] for j in group))
+            cost.per_image = max(0.0, work - cost.rate * units) / max(1, sum(j["read"] for j in group))
         elif driver != "fixed" and units:
             cost.rate = work / units
         else:
