@@ -51,9 +51,9 @@ def default_shard_size(n_images: int) -> int:
 
 def bench_config(workdir: Path, n_images: int, images_per_shard: int, cnn: dict | None = None) -> dict:
     """Every stage and benchmark subtask the projected shapes plan, at a size the bench can build:
-    per-run jobs unmerged, and the searches, Meteor and the illustration's pages each split in two
-    blocks, as a full-size build splits them. The text illustration ranks the test images
-    (2016: 200,000 test images, their pages' texts the queries)."""
+    per-run jobs unmerged, and the searches, Meteor and the illustration's pages and ranking each
+    split in two blocks, as a full-size build splits them. The text illustration ranks the test
+    images (2016: 200,000 test images, their pages' texts the queries)."""
     half = max(1, -(-n_images // 2))
     config = {"input": write_inputs(workdir, n_images), "output": "out",
               "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},

@@ -63,7 +63,8 @@ class Plan:
     caption_runs: dict[str, dict]
     caption_blocks: list[list[int]]  # Meteor's blocks of shard indices
     illustration_runs: list[str]
-    illustration_blocks: int
+    illustration_blocks: int  # blocks of pages: their queries are read, then ranked, by a job each
+    illustration_text_runs: list[str]  # the baselines ranked by blocks of queries (illustration_rank)
     browse_by_shard: bool  # the browser's image pages as a job per shard
     merged: bool  # a small build: each family of per-run jobs as one job
     notes: list[str] = field(default_factory=list)  # what planning tells the user
@@ -150,6 +151,7 @@ def make_plan(config: dict, log: Callable[[str], None] = print) -> Plan:
         caption_blocks=shard_blocks(shard_sizes, benchmark["captions"]["block_images"]),
         illustration_runs=illustration_stage.illustration_runs(config),
         illustration_blocks=illustration_stage.query_blocks(config, inventory.n_images),
+        illustration_text_runs=illustration_stage.text_runs(config),
         browse_by_shard=bool(config["release"]["browse"]["enabled"]) and inventory.n_shards > 1,
         merged=inventory.n_images < merge_below,
         notes=notes,

@@ -122,9 +122,11 @@ def demo_workdir_per_run(demo_workdir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def demo_workdir_in_shards(tmp_path_factory) -> Path:
     """Working directory of the demo in two shards with a job per run and per feature's search
-    (sharding.merge_below_images 0) and a Meteor block per shard: the layout of a large build."""
+    (sharding.merge_below_images 0), a Meteor block per shard and the illustration's pages read and
+    ranked in three blocks (one without a query): the layout of a large build."""
     def two_shards(config):
         config["sharding"] = {"num_shards": 2, "merge_below_images": 0}
+        config["benchmark"]["illustration"]["block_images"] = 3
         if java_available():  # else the build has no caption benchmark
             config["benchmark"]["captions"]["block_images"] = 1
 

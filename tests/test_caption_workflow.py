@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from annobench.benchmark.illustration.queries import query_id
@@ -169,6 +170,24 @@ def test_meteor_in_blocks_of_shards_gives_the_same_evaluation_as_one_block(demo_
     before = {k: v for k, v in tree_bytes(demo_build).items() if k.startswith(wanted)}
     after = {k: v for k, v in tree_bytes(out).items() if k.startswith(wanted)}
     assert len(before) >= 16 and sorted(after) == sorted(before)
+    assert [k for k in before if before[k] != after[k]] == []
+
+
+def test_illustration_in_blocks_of_pages_gives_the_one_block_bytes(demo_build, demo_workdir_in_shards):
+    """The demo's pages read and their queries ranked in three blocks (demo_workdir_in_shards), one
+    without a query: the queries, truth, runs, evaluations and leaderboard are the bytes of the
+    one-block build."""
+    out = demo_workdir_in_shards / "out"
+    parts = sorted((out / "work" / "illustration").glob("tfidf-*.parquet"))
+    assert [p.name for p in parts] == ["tfidf-000.parquet", "tfidf-001.parquet", "tfidf-002.parquet"]
+    ranked = [pq.read_metadata(p).num_rows for p in parts]
+    assert ranked.count(0) == 1 and sum(ranked) > 0
+    assert len(list((demo_build / "work" / "illustration").glob("tfidf-*.parquet"))) == 1
+    assert (out / "provenance" / "jobs" / "illustration_rank-002.json").is_file()
+    wanted = (*ILLUSTRATION_OUTPUTS, "runs/illustration_", "evaluations/illustration_")
+    before = {k: v for k, v in tree_bytes(demo_build).items() if k.startswith(wanted)}
+    after = {k: v for k, v in tree_bytes(out).items() if k.startswith(wanted)}
+    assert len(before) >= 8 and sorted(after) == sorted(before)
     assert [k for k in before if before[k] != after[k]] == []
 
 

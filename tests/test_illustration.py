@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+import scipy.sparse as sp
 
 from annobench.benchmark.illustration.baselines import random_run, tfidf_run
 from annobench.benchmark.illustration.commands import (
@@ -22,6 +23,7 @@ from annobench.benchmark.illustration.measure import IllustrationTruth, chance, 
 from annobench.benchmark.illustration.queries import QUERIES_TABLE, page_text, query_id
 from annobench.benchmark.illustration.runs import RankingRun, read_ranking_run, run_bytes
 from annobench.benchmark.problems import RunFormatError
+from annobench.text.features import TextParams
 from annobench.text.page_map import derive_mapping
 from helpers import KIWIX, REAL, require_shared
 
@@ -177,6 +179,44 @@ def test_tfidf_weighting_by_hand():
     assert cos_b > cos_a > 0  # so b ranks first, then a; c shares no term and is not ranked
     run = tfidf_run({"q": "Dog, dog; cat!", "none": "zebra 42"}, terms, ["a", "b", "c"])
     assert run.rankings() == {"q": ["b", "a"]}
+
+
+def sparse_product_ranking(query_vectors, image_vectors, depth: int) -> list[np.ndarray]:
+    """The ranking as _top_images made it first: SciPy's sparse product, then a full sort of
+    each query's positive scores (score descending, then column)."""
+    ranked = []
+    for row in (query_vectors @ image_vectors).toarray():
+        positive = np.flatnonzero(row > 0)
+        ranked.append(positive[np.lexsort((positive, -row[positive]))[:depth]])
+    return ranked
+
+
+@pytest.mark.parametrize("n_images", [40, 700])  # fewer candidates than ranks, and more
+def test_top_images_ranks_as_the_sparse_product_and_a_full_sort(n_images, monkeypatch):
+    """The dense product over a block's terms and the partitioned sort give the same scores to
+    the bit and the same order, ties included (images repeated with the same terms tie exactly),
+    blocks of queries or not."""
+    from annobench.benchmark.illustration import baselines
+
+    rng = np.random.default_rng(5)
+    words = [f"w{k}" for k in range(300)]
+    distinct = [rng.choice(words, size=rng.integers(1, 40), replace=False) for _ in range(n_images // 4)]
+    rows = [(f"i{image:04d}", term, float(rng.integers(1, 8)) / 7)
+            for image in range(n_images) for term in distinct[image % len(distinct)]]
+    terms = pd.DataFrame(rows, columns=["image_id", "term", "score"])
+    documents, vocabulary = baselines.image_term_matrix(terms, sorted(terms["image_id"].unique()))
+    weights = baselines.idf(documents)
+    image_vectors = baselines._unit_rows(documents @ sp.diags(weights)).T.tocsc()
+    texts = [" ".join(rng.choice(words + ["unseen"], size=rng.integers(1, 60))) for _ in range(50)] + ["unseen"]
+    query_vectors = baselines._unit_rows(baselines.query_matrix(texts, vocabulary, TextParams()) @ sp.diags(weights))
+    expected = sparse_product_ranking(query_vectors, image_vectors, 100)
+    assert any(len(ranked) == min(100, n_images) for ranked in expected) and len(expected[-1]) == 0
+    for scores_per_block in (baselines.SCORES_PER_BLOCK, 7 * n_images):
+        monkeypatch.setattr(baselines, "SCORES_PER_BLOCK", scores_per_block)
+        found = baselines._top_images(query_vectors, image_vectors, 100)
+        assert len(found) == len(expected) and all(np.array_equal(a, b) for a, b in zip(found, expected))
+    dense = baselines._block_scores(query_vectors, image_vectors.T.sorted_indices())
+    assert np.array_equal(dense, (query_vectors @ image_vectors).toarray().T)  # the same floats, to the bit
 
 
 # --- end to end on the shared pages ---------------------------------------------------------

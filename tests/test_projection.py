@@ -209,6 +209,21 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
     assert cost_rule("benchmark_neighbours", ["tables/gist/shard-00000.parquet"]) == "benchmark_neighbours"
 
 
+def test_the_illustrations_ranking_blocks_cost_the_pairs_of_one_ranking():
+    """The teaser's 180,000 queries x 200,000 candidates, ranked by a job per block of pages."""
+    from annobench.projection.costs import driver_of
+    from annobench.projection.project import images_read, planned_sizes, units_of
+
+    sizes = planned_sizes("imageclef2016", 510_123, 2000)
+    blocks = [{"rule": "illustration_rank", "wildcards": {"block": f"{b:03d}"}} for b in range(26)]
+    assert sizes["illustration_blocks"] == len(blocks)  # blocks of 20,000 images' pages
+    assert driver_of("illustration_rank", {"block": "000"}) == "query_candidates"
+    assert sum(units_of(block, "query_candidates", sizes) for block in blocks) == pytest.approx(180_000 * 200_000)
+    assert sum(images_read(block, sizes) for block in blocks) == pytest.approx(180_000)  # each its queries
+    assert driver_of("illustration", {}) == "illustration_queries"  # gathering the blocks: per query
+    assert units_of({"rule": "illustration", "wildcards": {}}, "illustration_queries", sizes) == 180_000
+
+
 # Rules no release shape plans: inputs the shapes never have (web archives, submitted runs), the merged
 # jobs of builds under sharding.merge_below_images, and the targets that stand for other rules.
 NOT_IN_A_SHAPE = {"warc_slices", "warc_tables", "submission", "submission_merged", "baseline_merged",
@@ -229,7 +244,7 @@ def test_the_bench_build_runs_every_rule_a_release_shape_plans(tmp_path):
     listing = run_snakemake(tmp_path / "plan", "--list-rules", "--configfile", str(config)).stdout
     rules = {line.strip() for line in listing.splitlines() if re.fullmatch(r"[a-z_0-9]+", line.strip())}
     assert {"benchmark_neighbour_block", "browse_shard", "caption_meteor_block", "illustration_queries",
-            "selection_baselines", "box_baseline", "region_benchmark", "release"} <= planned
+            "illustration_rank", "selection_baselines", "box_baseline", "region_benchmark", "release"} <= planned
     assert rules - NOT_IN_A_SHAPE - planned == set()
 
 

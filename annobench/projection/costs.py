@@ -10,8 +10,9 @@ own per-job overhead) and work proportional to one size (its driver):
 - codebooks: sample descriptors x words x iterations of k-means;
 - the annotation and box baselines: the images a run covers (queries); the captions, boxes and
   selection jobs: the images with ground truth (Meteor's block jobs: those of their block);
-- the text illustration's ranking: query x candidate pairs (ILLUSTRATION_PAIR_RATE), plus its
-  queries; its page blocks: their queries and rejected pairs;
+- the text illustration's ranking blocks: their queries x the candidate images
+  (ILLUSTRATION_PAIR_RATE), plus their queries read; its page blocks: their queries and rejected
+  pairs; the illustration job that gathers them: the queries;
 - every other job (one for the whole build): the images of the build.
 
 Work is CPU time from the job records, less start-up. A job whose wall time (Snakemake's
@@ -42,17 +43,20 @@ from annobench.visual.stage import FEATURES
 # 5,000-d on one core of this machine. A small build's search is all reading and start-up, so
 # its products are timed there.
 NEIGHBOUR_RATE = 837 / (10_000 * 500_000 * 5_000)
-# perf/bench_illustration.py --ranking (docs/performance.md, The benchmark): the text illustration's
-# tf-idf scores and ranking, core-seconds per (query, candidate image) pair on one core of this
-# machine. A small build's ranking is all start-up and reading the queries, so its pairs are timed there.
-ILLUSTRATION_PAIR_RATE = 1.0e-8
+# perf/bench_illustration_ranking.py (docs/performance.md, The benchmark): the text illustration's
+# tf-idf scores and ranking, core-seconds per (query, candidate image) pair on one core of the
+# development machine (500 queries x 50,000 candidates of the bench's kiwix texts). A small build's
+# ranking is all start-up and reading the queries, so its pairs are timed there.
+ILLUSTRATION_PAIR_RATE = 4.8e-8
 # Jobs over the images a run covers (2016: every image).
 QUERY_RULES = ("baseline", "box_baseline")
 # Jobs over the images with ground truth (2016: the development and test sets).
 TRUTH_RULES = ("selection_baselines", "caption_baselines", "caption_evaluation", "caption_run_evaluation",
                "caption_human_bound", "benchmark_boxes", "caption_references")
-# The text illustration's ranking: every query's scores against every candidate image.
-PAIR_RULES = ("illustration",)
+# The text illustration's ranking: a block's queries scored against every candidate image.
+PAIR_RULES = ("illustration_rank",)
+# The illustration's queries, truth and runs, gathered: the queries.
+ILLUSTRATION_QUERY_RULES = ("illustration",)
 # Jobs of one block of test images (whole shards): the block's test images.
 BLOCK_QUERY_RULES = ("caption_meteor_block",)
 # Jobs of one block of pages (by page id hash): the (page, image) pairs they make queries of.
@@ -101,6 +105,8 @@ def driver_of(rule: str, wildcards: dict) -> str:
         return "truth_queries"
     if rule in PAIR_RULES:
         return "query_candidates"
+    if rule in ILLUSTRATION_QUERY_RULES:
+        return "illustration_queries"
     return "fixed" if rule in FIXED_RULES else "images"
 
 
@@ -245,11 +251,11 @@ class BuildSizes:
         return costed["rule"], self.units(costed), self.images_read(costed)
 
     def images_read(self, record: dict) -> int:
-        """Images whose vectors a neighbour search read (a part's two blocks), the queries the
-        illustration ranked; the build's for any other job."""
+        """Images whose vectors a neighbour search read (a part's two blocks), the queries an
+        illustration block ranked; the build's for any other job."""
         inputs = record["files"]["input"]
         if record["rule"] in PAIR_RULES:
-            return self.illustration_queries
+            return self.block_queries(record)
         if record["rule"] not in SEARCH_RULES or "queries" not in inputs:
             return self.n_images
         return sum(self.shard_images.get(Path(path).stem.split("-")[-1], 0)
@@ -282,8 +288,13 @@ class BuildSizes:
         if driver == "block_queries":
             return sum(self.split_counts(path)[0] for path in named_paths(record["files"]["input"], "images"))
         if driver == "query_candidates":
-            return self.illustration_queries * self.illustration_candidates
-        return {"queries": self.queries, "truth_queries": self.queries, "images": self.n_images, "fixed": 0}[driver]
+            return self.block_queries(record) * self.illustration_candidates
+        return {"queries": self.queries, "truth_queries": self.queries, "images": self.n_images, "fixed": 0,
+                "illustration_queries": self.illustration_queries}[driver]
+
+    def block_queries(self, record: dict) -> int:
+        """The queries of an illustration ranking block."""
+        return pq.read_metadata(self.out / record["files"]["input"]["queries"]).num_rows
 
     @property
     def illustration_queries(self) -> int:
@@ -399,7 +410,7 @@ def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[
                         peaks=tuple((memory_size(driver, j["units"], j["read"]), j["peak"]) for j in group if j.get("peak")))
         if driver in PAIR_RATES:  # products at the timed rate; the rest is reading, per image (query)
             cost.rate = PAIR_RATES[driver]
-            cost.per_image = max(0.0, work - NEIGHBOUR_RATE * units) / max(1, sum(j["read"] for j in group))
+            cost.per_image = max(0.0, work - cost.rate * units) / max(1, sum(j["read"] for j in group))
         elif driver != "fixed" and units:
             cost.rate = work / units
         else:

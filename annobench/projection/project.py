@@ -116,6 +116,11 @@ def search_shares(job: dict, sizes: dict) -> tuple[float, float]:
     return shares["test"][int(job["wildcards"]["test_block"])], shares["training"][int(job["wildcards"]["training_block"])]
 
 
+def block_queries(sizes: dict) -> float:
+    """The queries of one block of the illustration's pages (the same blocks rank them)."""
+    return sizes["illustration_queries"] / sizes["illustration_blocks"]
+
+
 def units_of(job: dict, driver: str, sizes: dict) -> float:
     if driver == "pair_dims":
         test, training = search_shares(job, sizes)
@@ -125,19 +130,19 @@ def units_of(job: dict, driver: str, sizes: dict) -> float:
         share = sizes["sampled_share"] if driver == "sampled_images" else 1.0
         return sizes["shard_sizes"][int(job["wildcards"]["shard"])] * share
     if driver == "page_block_queries":
-        return sizes["illustration_queries"] / sizes["illustration_blocks"]
+        return block_queries(sizes)
     if driver == "block_queries":
         return sizes["truth_queries"] * sizes["block_shares"]["captions"][int(job["wildcards"]["block"])]
     if driver == "query_candidates":
-        return sizes["illustration_queries"] * sizes["illustration_candidates"]
+        return block_queries(sizes) * sizes["illustration_candidates"]
     return {"fixed": 0}.get(driver, sizes.get(driver, 0))
 
 
 def images_read(job: dict, sizes: dict) -> float:
-    """The images a job reads: a search part its two blocks, the illustration its queries, any
-    other job the build's."""
+    """The images a job reads: a search part its two blocks, an illustration ranking block its
+    queries, any other job the build's."""
     if job["rule"] in PAIR_RULES:
-        return sizes["illustration_queries"]
+        return block_queries(sizes)
     if job["rule"] != "benchmark_neighbour_block":
         return sizes["images"]
     return sizes["images"] * sum(search_shares(job, sizes))

@@ -190,8 +190,13 @@ elif CAPTION_RUNS:
 
 if PLAN.illustration_runs:
 
-    # The pages are read by blocks (benchmark.illustration.block_images), each page by one job.
+    # The pages are read by blocks (benchmark.illustration.block_images), each page by one job;
+    # the text baselines rank each block's queries against every candidate in a job of its own
+    # (the teaser's 180,000 texts x 200,000 images in one job set the release's makespan).
     ILLUSTRATION_BLOCKS = PLAN.illustration_blocks
+    ILLUSTRATION_TEXT_RUNS = PLAN.illustration_text_runs
+    ILLUSTRATION_QUERY_BLOCKS = expand(out("work/illustration/queries-{block:03d}.parquet"),
+                                       block=range(ILLUSTRATION_BLOCKS))
 
     rule illustration_queries:
         wildcard_constraints:
@@ -218,11 +223,37 @@ if PLAN.illustration_runs:
         script:
             "../../scripts/illustration_queries.py"
 
+    if ILLUSTRATION_TEXT_RUNS:
+
+        rule illustration_rank:
+            wildcard_constraints:
+                block=r"\d{3}",
+            input:
+                queries=out("work/illustration/queries-{block}.parquet"),
+                block_queries=ILLUSTRATION_QUERY_BLOCKS,  # the candidates: the images of every block's queries
+                text_terms=shard_tables("text_terms"),
+            output:
+                **{name: out(f"work/illustration/{name}-{{block}}.parquet") for name in ILLUSTRATION_TEXT_RUNS},
+            log:
+                out("logs/illustration_rank/{block}.log"),
+            params:
+                settings={"baselines": ILLUSTRATION_TEXT_RUNS, "images": BENCHMARK["illustration"]["images"]},
+                code=script_code("illustration_rank.py"),
+            resources:
+                # Every image's text terms are read for the candidates' term matrix; a block of scores
+                # (baselines.SCORES_PER_BLOCK) beside it.
+                mem_mb=1024 + INVENTORY.n_images // 50,
+            conda:
+                "../../envs/annobench.yaml"
+            script:
+                "../../scripts/illustration_rank.py"
+
     rule illustration:
         input:
-            block_queries=expand(out("work/illustration/queries-{block:03d}.parquet"), block=range(ILLUSTRATION_BLOCKS)),
+            block_queries=ILLUSTRATION_QUERY_BLOCKS,
             block_rejects=expand(out("work/illustration/rejects-{block:03d}.parquet"), block=range(ILLUSTRATION_BLOCKS)),
-            text_terms=shard_tables("text_terms"),
+            **{f"{name}_blocks": expand(out(f"work/illustration/{name}-{{block:03d}}.parquet"),
+                                        block=range(ILLUSTRATION_BLOCKS)) for name in ILLUSTRATION_TEXT_RUNS},
         output:
             queries=out("tables/queries/all.parquet"),
             query_rejects=out("tables/query_rejects/all.parquet"),
@@ -235,7 +266,7 @@ if PLAN.illustration_runs:
             settings=BENCHMARK["illustration"],
             code=script_code("illustration.py"),
         resources:
-            # Every query's text, and the candidates' term matrix.
+            # Every query's text, and every run's rows (100 a query).
             mem_mb=1024 + INVENTORY.n_images // 50,
         conda:
             "../../envs/annobench.yaml"

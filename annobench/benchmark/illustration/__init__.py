@@ -10,6 +10,6 @@ written), ``measure`` (the truth file, R@k and chance), ``baselines``
 (random and tf-idf runs), ``commands`` (the bodies of `annobench
 illustration`, `evaluate-illustration` and `check-illustration-run`),
 ``arguments`` (their parsers), ``stage`` (planning and the jobs of rules
-illustration_queries and illustration) and ``leaderboard`` (its table and
-Markdown).
+illustration_queries, illustration_rank and illustration) and
+``leaderboard`` (its table and Markdown).
 """

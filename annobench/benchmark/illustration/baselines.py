@@ -130,12 +130,34 @@ def _top_images(query_vectors: sp.csr_matrix, image_vectors: sp.csc_matrix, dept
     """Per query row, the candidate columns with a positive score, best first (ties: lower column = image
     id order), at most `depth`; scores computed a block of queries at a time."""
     n_images = image_vectors.shape[1]
+    images_by_term = image_vectors.T.sorted_indices()  # candidates x terms (CSR): no conversion per block
     block = max(1, SCORES_PER_BLOCK // max(1, n_images))
     ranked = []
     for start in range(0, query_vectors.shape[0], block):
-        scores = (query_vectors[start:start + block] @ image_vectors).toarray()
-        for row in scores:
-            positive = np.flatnonzero(row > 0)
-            order = np.lexsort((positive, -row[positive]))[:depth]
-            ranked.append(positive[order])
+        ranked += _best_images(_block_scores(query_vectors[start:start + block], images_by_term), depth)
     return ranked
+
+
+def _block_scores(queries: sp.csr_matrix, images_by_term: sp.csr_matrix) -> np.ndarray:
+    """Candidates x queries scores, a dense product over the block's own terms.
+
+    Each score is summed over the image's terms in ascending term order, a term the query lacks
+    adding an exact 0: the same floats as SciPy's sparse product, which sums over the query's
+    terms in that order, but several times faster (no sparse result to build)."""
+    terms = np.unique(queries.indices)
+    weights = sp.csr_matrix((queries.data, np.searchsorted(terms, queries.indices), queries.indptr),
+                            shape=(queries.shape[0], len(terms)))
+    return images_by_term[:, terms] @ np.ascontiguousarray(weights.toarray().T)
+
+
+def _best_images(scores: np.ndarray, depth: int) -> list[np.ndarray]:
+    """Per query (column), the rows with a positive score, best first, ties by row, at most `depth`.
+    Only the rows scoring at least the query's depth-th best score (a partition finds it) are
+    sorted: the order of a full sort, cut at `depth`."""
+    n_images = len(scores)
+    floor = (np.partition(scores, n_images - depth, axis=0)[n_images - depth] if n_images > depth
+             else np.zeros(scores.shape[1]))
+    images, queries = np.nonzero((scores > 0) & (scores >= floor))
+    order = np.lexsort((images, -scores[images, queries], queries))
+    ends = np.cumsum(np.bincount(queries, minlength=scores.shape[1]))
+    return [best[:depth] for best in np.split(images[order], ends[:-1])]

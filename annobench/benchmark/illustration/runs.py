@@ -27,13 +27,21 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from annobench.benchmark.problems import MAX_PROBLEMS, Problems, quote
 from annobench.core.fsutil import write_bytes_atomic
+from annobench.core.tables import field
 
 HEADER = ("query_id", "rank", "image_id")
 MAX_RANK = 100
 RANK = r"^[1-9][0-9]{0,8}$"  # a positive integer written plainly (no sign, no leading zero)
+# A run's rows as Parquet: the rankings of one block of queries (rule illustration_rank).
+RANKING_SCHEMA = pa.schema([
+    field("query_id", pa.string(), "the query"),
+    field("rank", pa.int32(), "1, 2, ... in the query's ranking"),
+    field("image_id", pa.string(), "the candidate image ranked there"),
+])
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,25 @@ class RankingRun:
         for query, image in zip(self.query_ids[self.query_codes[order]], self.image_ids[self.image_codes[order]]):
             found.setdefault(query, []).append(image)
         return found
+
+
+# --- in blocks of queries -----------------------------------------------------
+
+def ranking_table(run: RankingRun) -> pa.Table:
+    """The run's rows, in its row order, as a table of RANKING_SCHEMA."""
+    return pa.table({"query_id": run.query_ids[run.query_codes], "rank": run.ranks,
+                     "image_id": run.image_ids[run.image_codes]}, schema=RANKING_SCHEMA)
+
+
+def pooled_ranking_run(paths: Sequence[Path | str]) -> RankingRun:
+    """The run whose rows several ranking tables (blocks of distinct queries) hold, in the row
+    order of RankingRun.from_rankings: queries by id, each's ranks ascending."""
+    tables = [pq.read_table(path, columns=list(HEADER)).replace_schema_metadata(None) for path in paths]
+    rows = pa.concat_tables(tables or [RANKING_SCHEMA.empty_table()])
+    rows = rows.sort_by([("query_id", "ascending"), ("rank", "ascending")])
+    query_ids, query_codes = _dictionary_codes(rows.column("query_id"))
+    image_ids, image_codes = _dictionary_codes(rows.column("image_id"))
+    return RankingRun(query_ids, query_codes, rows.column("rank").to_numpy().astype(np.int32), image_ids, image_codes)
 
 
 # --- writing ------------------------------------------------------------------

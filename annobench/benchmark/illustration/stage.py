@@ -1,5 +1,5 @@
 """The text-illustration part of the benchmark stage (the ImageCLEF 2016 teaser, Gilbert et al.
-2016): rules illustration_queries and illustration.
+2016): rules illustration_queries, illustration_rank and illustration.
 
 The query documents come from the saved pages of the chosen images
 (benchmark.illustration.images: the benchmark's test split, or every
@@ -7,15 +7,21 @@ ingested image with a page), one query per (page, image) pair with that
 image as its truth. Reading the pages is most of the work, so it is split:
 each illustration_queries job reads the pages of one block (pages dealt to
 blocks by a hash of their id, so each page is read once) and keeps their
-queries and rejects. The illustration job pools them in the order one job
-gives (queries by id, rejects by page and image); the candidates are the
-queries' images. It writes the
+queries and rejects. The candidates are the images of every block's
+queries. Ranking every query against every candidate is the other large
+cost (the teaser's 180,000 texts x 200,000 images), so each
+illustration_rank job ranks one block's queries with the baselines that
+read the text (tf-idf): a query's ranking depends on no other query, so
+the blocks' rankings are those of one job. The illustration job pools the
+blocks in the order one job gives (queries by id, rejects by page and
+image), draws the random baseline (cheap: 100 draws a query) and writes the
 `queries` table (which is the truth), the `query_rejects` table (pairs that
 gave no query, with why), the truth as the CSV `evaluate-illustration`
 reads, and each baseline's ranking run with its R@k evaluation. The tf-idf
 baseline ranks by the images' near-image text terms (the text stage's
 `text_terms`), the random one by benchmark.illustration.seed. Queries and
-candidates are in id order, so the outputs do not depend on the cores.
+candidates are in id order, so the outputs do not depend on the cores or
+the blocks.
 """
 
 from __future__ import annotations
@@ -29,7 +35,12 @@ import pandas as pd
 from annobench.benchmark.illustration.baselines import random_run, tfidf_run
 from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, write_truth
 from annobench.benchmark.illustration.queries import QuerySet, make_queries
-from annobench.benchmark.illustration.runs import RankingRun, write_ranking_run
+from annobench.benchmark.illustration.runs import (
+    RankingRun,
+    pooled_ranking_run,
+    ranking_table,
+    write_ranking_run,
+)
 from annobench.benchmark.json_form import json_bytes
 from annobench.benchmark.splits import split_ids
 from annobench.core.errors import AnnobenchError
@@ -39,6 +50,11 @@ from annobench.core.tables import image_ids, write_table
 from annobench.sources.pages import PageLimits
 from annobench.text.features import TextParams
 from annobench.text.stage import FolderPages, read_mapping
+
+# The baselines that rank by the text: a job per block of queries (illustration_rank). The random
+# one draws 100 candidates a query, seconds for the teaser's queries, in the illustration job.
+TEXT_BASELINES = ("tfidf",)
+
 
 class IllustrationConfigError(AnnobenchError):
     """A benchmark.illustration setting this build cannot follow."""
@@ -59,6 +75,11 @@ def page_block(page_id: str, blocks: int) -> int:
 def illustration_runs(config: dict) -> list[str]:
     settings = config["benchmark"]["illustration"]
     return list(settings["baselines"]) if settings["enabled"] else []
+
+
+def text_runs(config: dict) -> list[str]:
+    """The baselines illustration_rank ranks, block by block."""
+    return [name for name in illustration_runs(config) if name in TEXT_BASELINES]
 
 
 def check_config(config: dict) -> None:
@@ -127,23 +148,39 @@ def query_params(job: Job) -> dict:
     return {"images": job.config["benchmark"]["illustration"]["images"], "extraction": "bs4 get_text, lxml"}
 
 
+def illustration_rank_job(job: Job) -> None:
+    """Rule illustration_rank: one block's queries ranked against every candidate (the images of
+    every block's queries) by each baseline that reads the text."""
+    queries = QuerySet.pooled([job.input("queries")], [])
+    candidates = sorted(image_ids(job.input_list("block_queries")))
+    terms = image_terms(job.input_list("text_terms"), set(candidates)) if queries.queries else None
+    settings, text_params = job.config["benchmark"]["illustration"], TextParams.from_config(job.config["text"])
+    for name in text_runs(job.config):
+        run = (baseline_run(name, queries, candidates, terms, settings["seed"], text_params) if queries.queries
+               else RankingRun.from_rankings({}))
+        write_table(ranking_table(run), job.output(name), "illustration_ranking", params={"baseline": name})
+    job.log(f"block {job.wildcards['block']}: {len(queries.queries)} queries ranked against {len(candidates)} "
+            f"candidates by {', '.join(text_runs(job.config))}")
+
+
 def illustration_job(job: Job) -> None:
-    """Rule illustration: the pooled queries, truth, baseline runs and their R@k."""
+    """Rule illustration: the pooled queries and truth, the random run, the text baselines' runs
+    pooled from their blocks (illustration_rank), and every run's R@k."""
     queries = QuerySet.pooled(job.input_list("block_queries"), job.input_list("block_rejects"))
     if not queries.queries:
         first = f" (first: {queries.rejects[0][2]})" if queries.rejects else ""
         raise IllustrationConfigError(f"no query could be made: the chosen images' {len(queries.rejects)} "
                                       f"page/image pairs were all rejected{first}")
     candidates = sorted({q.image_id for q in queries.queries})
-    terms = image_terms(job.input_list("text_terms"), set(candidates))
     truth = IllustrationTruth.from_mapping(queries.truth())
     params = query_params(job)
     write_table(queries.table(), job.output("queries"), "queries", params=params)
     write_table(queries.rejects_table(), job.output("query_rejects"), "query_rejects", params=params)
     write_truth(queries.truth(), job.output("truth"))
-    settings, text_params = job.config["benchmark"]["illustration"], TextParams.from_config(job.config["text"])
+    seed = job.config["benchmark"]["illustration"]["seed"]
     for name in illustration_runs(job.config):
-        run = baseline_run(name, queries, candidates, terms, settings["seed"], text_params)
+        run = (pooled_ranking_run(job.input_list(f"{name}_blocks")) if name in TEXT_BASELINES
+               else random_run(list(queries.truth()), candidates, seed))
         result = write_evaluated_run(run, truth, len(candidates), f"illustration_{name}", job.output(f"{name}_run"),
                                      job.output(f"{name}_evaluation"))
         job.log(f"{name}: R@1 {result['R@1']:.4f}, R@10 {result['R@10']:.4f}, R@100 {result['R@100']:.4f}")
