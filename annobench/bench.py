@@ -58,6 +58,8 @@ def bench_config(workdir: Path, n_images: int, images_per_shard: int, cnn: dict 
     config = {"input": write_inputs(workdir, n_images), "output": "out",
               "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},
               "segmentations": {"kind": "bsds", "annotator": 1},
+              # The bench repeats a hundred-odd real pages: every caption would be furniture of many pages.
+              "text": {"captions": {"max_pages": n_images, "max_images": n_images}},
               "benchmark": {"ground_truth": {"source": "csv", "path": str(write_truth(workdir, n_images))},
                             # Most images train, as in the real rounds; 15 % are queried.
                             "split": {"train": 0.85, "dev": 0.05, "test": 0.10},
