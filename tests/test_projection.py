@@ -256,3 +256,12 @@ def test_the_bench_warns_when_the_machine_speed_moved_during_its_builds():
     moved = speed_warnings([{"gemm_gflops": 100.0, "fft_ms": 1.00}, {"gemm_gflops": 80.0, "fft_ms": 1.30}])
     assert len(moved) == 2
     assert moved[0].startswith("the float32 product ran 20 % slower") and moved[1].startswith("the FFT ran 30 % slower")
+
+
+def test_a_build_stopped_and_resumed_is_measured_without_the_stop():
+    from annobench.projection.replay import busy_span
+
+    # Jobs overlapping or a second apart are one stretch of work; a 170 s pause with nothing running is not.
+    assert busy_span([(0.0, 10.0), (5.0, 20.0), (21.0, 30.0), (200.0, 210.0)], idle=60.0) == 40.0
+    assert busy_span([(0.0, 10.0), (50.0, 60.0)], idle=60.0) == 60.0
+    assert busy_span([]) == 0.0

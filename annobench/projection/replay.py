@@ -18,12 +18,15 @@ from annobench.projection.costs import RECORDLESS, BuildSizes, Calibration
 from annobench.projection.dag import planned_jobs
 from annobench.projection.schedule import SimJob, simulate
 
+# A stretch with no job running longer than this is a build stopped and resumed, not Snakemake's work.
+IDLE_SECONDS = 60.0
+
 
 @dataclass
 class Replay:
     workdir: Path
     cores: int
-    measured: float  # seconds from the first job's start to the last job's end, summed over steps
+    measured: float  # seconds from the first job's start to the last job's end (idle stretches aside), summed over steps
     simulated_quiet: float  # the model on a machine to itself
     simulated_loaded: float  # the same, slowed as the machine ran during the build
     factor: float
@@ -46,9 +49,20 @@ def replay(workdir: Path, cores: int, calibration: Calibration) -> Replay:
         jobs = step_jobs(planned, step, build, calibration)
         quiet += simulate(jobs, cores).makespan
         loaded += simulate([replace(j, seconds=j.seconds * factor) for j in jobs], cores).makespan
-        timed = [spans[name] for name in step if name in spans]
-        measured += max(end for _, end in timed) - min(start for start, _ in timed)
+        measured += busy_span([spans[name] for name in step if name in spans])
     return Replay(workdir, cores, measured, quiet, loaded, factor, len(planned))
+
+
+def busy_span(timed: list[tuple[float, float]], idle: float = IDLE_SECONDS) -> float:
+    """First start to last end, less every stretch longer than `idle` when no job ran (a build
+    stopped and resumed later: Snakemake was not running)."""
+    total, segment = 0.0, None
+    for start, end in sorted(timed):
+        if segment and start - segment[1] > idle:
+            total += segment[1] - segment[0]
+            segment = None
+        segment = [start, end] if segment is None else [segment[0], max(segment[1], end)]
+    return total + (segment[1] - segment[0] if segment else 0.0)
 
 
 def job_spans(workdir: Path, output: str, planned: list[dict]) -> dict[str, tuple[float, float]]:
