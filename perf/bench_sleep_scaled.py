@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from annobench.projection.costs import calibrate  # noqa: E402
+from annobench.projection.dag import SHAPES  # noqa: E402
 from annobench.projection.project import project  # noqa: E402
 from annobench.projection.schedule import SimJob, simulate  # noqa: E402
 from annobench.projection.sleep_run import sleep_run  # noqa: E402
@@ -33,7 +34,10 @@ def costed_jobs(args) -> dict[str, SimJob]:
         rows = json.loads(args.jobs.read_text())
         return {row["name"]: SimJob(**{**row, "after": tuple(row["after"])}) for row in rows}
     calibration = calibrate([path.resolve() for path in args.records])
-    jobs = project(args.shape, args.images, args.cores, calibration, args.mem_mb).jobs
+    projection = project(args.shape, args.images, args.cores, calibration, args.mem_mb)
+    if projection.refused:
+        sys.exit(f"no calibration build ran {', '.join(sorted(projection.refused))}: give --records of one that did")
+    jobs = projection.jobs
     if args.jobs:
         args.jobs.write_text(json.dumps([asdict(job) for job in jobs.values()]))
     return jobs
@@ -43,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=Path, action="append", default=[], help="a calibration build (repeatable)")
     parser.add_argument("--shape", default="webupv2014", choices=sorted(SHAPES))
-    parser.add_argument("--images", type=int, default=510_123)
+    parser.add_argument("--images", type=int, default=None, help="default: the shape's own")
     parser.add_argument("--cores", type=int, default=32)
     parser.add_argument("--mem-mb", type=float, default=256_000)
     parser.add_argument("--factor", type=float, help="each job sleeps its costed seconds / factor")
@@ -57,7 +61,8 @@ def main() -> None:
     factor = args.factor or simulate(list(jobs.values()), args.cores, args.mem_mb).makespan / (60 * args.minutes)
     with tempfile.TemporaryDirectory(prefix="annobench-sleep-") as scratch:
         run = sleep_run(jobs, args.cores, args.mem_mb, factor, args.workdir or Path(scratch))
-    print(f"{args.shape} shape, {args.images} images, {run.jobs} jobs on {run.cores} cores, sleeps / {factor:.1f}")
+    print(f"{args.shape} shape, {args.images or SHAPES[args.shape].images} images, {run.jobs} jobs on {run.cores} "
+          f"cores, sleeps / {factor:.1f}")
     print(f"  Snakemake (sleep run x {factor:.1f}): {run.measured:8.0f} s ({run.measured / 3600:.2f} h)")
     print(f"  simulate():                 {run.simulated:8.0f} s ({run.simulated / 3600:.2f} h)")
     print(f"  difference: {100 * (run.ratio - 1):+.1f} % of the simulator's; the sleep run took {run.wall:.0f} s "
