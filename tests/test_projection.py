@@ -265,3 +265,11 @@ def test_a_build_stopped_and_resumed_is_measured_without_the_stop():
     assert busy_span([(0.0, 10.0), (5.0, 20.0), (21.0, 30.0), (200.0, 210.0)], idle=60.0) == 40.0
     assert busy_span([(0.0, 10.0), (50.0, 60.0)], idle=60.0) == 60.0
     assert busy_span([]) == 0.0
+
+
+def test_the_critical_path_walks_back_over_jobs_of_no_time():
+    """Jobs costed at zero seconds end when they start: the walk back must not circle between them."""
+    jobs = [SimJob("a", "r", 5.0), SimJob("b", "r", 0.0, after=("a",)), SimJob("c", "r", 0.0, after=("a",)),
+            SimJob("d", "r", 3.0, after=("b", "c"))]
+    schedule = simulate(jobs, cores=2)
+    assert schedule.makespan == 8.0 and schedule.critical_path[0] == "a" and schedule.critical_path[-1] == "d"

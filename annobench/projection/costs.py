@@ -64,6 +64,8 @@ PAGE_BLOCK_RULES = ("illustration_queries",)
 FIXED_RULES = ("getlf_projection", "all")
 PAIR_RATES = {"pair_dims": NEIGHBOUR_RATE, "query_candidates": ILLUSTRATION_PAIR_RATE}
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
+# Jobs' CPU seconds spread less than this: the build cannot fit a slowdown factor (fit_slowdown).
+MIN_CPU_SPREAD = 20.0
 # A rule that runs the same code as another on other sizes: costed by the other's records when a
 # build ran only that one (a search in one part is a part of all test against all training images).
 SAME_WORK = {"benchmark_neighbours": "benchmark_neighbour_block"}
@@ -373,16 +375,20 @@ def metadata_meta(workdir: Path, output: str) -> dict | None:
 
 def fit_slowdown(jobs: list[dict]) -> Slowdown:
     """Least squares of wall on CPU over the single-core jobs, leaving out jobs whose wall is
-    far beyond their CPU (child processes) and multi-threaded ones (CPU above wall)."""
+    far beyond their CPU (child processes) and multi-threaded ones (CPU above wall). A build
+    whose jobs all take about the same CPU (a small one: start-up, seconds each) cannot tell a
+    slower machine from Snakemake's overhead a job: there the factor is 1 and the overhead the
+    median of wall less CPU."""
     points = [(j["cpu"], j["wall"]) for j in jobs
               if j["wall"] and j["cpu"] <= j["wall"] <= 5 * (j["cpu"] + 1) and not j.get("recordless")]
     if len(points) < 3:
         return Slowdown()
+    if max(c for c, _ in points) - min(c for c, _ in points) < MIN_CPU_SPREAD:
+        return Slowdown(1.0, max(0.0, statistics.median(w - c for c, w in points)))
+    _, factor = line_fit(points)
+    factor = max(factor, 1.0)
     mean_cpu = statistics.fmean(c for c, _ in points)
     mean_wall = statistics.fmean(w for _, w in points)
-    spread = sum((c - mean_cpu) ** 2 for c, _ in points)
-    factor = sum((c - mean_cpu) * (w - mean_wall) for c, w in points) / spread if spread else 1.0
-    factor = max(factor, 1.0)
     return Slowdown(factor, max(0.0, (mean_wall - factor * mean_cpu) / factor))
 
 

@@ -144,13 +144,15 @@ def critical_path(jobs: dict[str, SimJob], schedule: Schedule) -> list[str]:
     if not schedule.end:
         return []
     name = max(schedule.end, key=lambda n: (schedule.end[n], n))
-    path = [name]
+    path, seen = [name], {name}
     while schedule.start[name] > 1e-9:
         began = schedule.start[name]
         freed_by = [n for n in schedule.end if n != name and abs(schedule.end[n] - began) < 1e-9]
-        candidates = [n for n in (*jobs[name].after, *freed_by) if schedule.end[n] <= began + 1e-9]
+        # Jobs of no time end when they start: never walk back to one already on the path.
+        candidates = [n for n in (*jobs[name].after, *freed_by) if schedule.end[n] <= began + 1e-9 and n not in seen]
         if not candidates:
             break
         name = max(candidates, key=lambda n: (schedule.end[n], n in jobs[path[-1]].after, n))
         path.append(name)
+        seen.add(name)
     return path[::-1]
