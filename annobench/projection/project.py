@@ -9,7 +9,7 @@ from pathlib import Path
 
 from annobench.projection.costs import (CNN_STATED, PAIR_RULES, Calibration, RuleCost, cost_rule, feature_dimension,
                                         memory_size)
-from annobench.projection.dag import SHAPES, planned_jobs, shape_sizes, synthetic_config, synthetic_shard_sizes
+from annobench.projection.dag import SHAPES, planned_jobs, shape_config, shape_sizes, synthetic_config, synthetic_shard_sizes
 from annobench.projection.schedule import Schedule, SimJob, simulate
 
 
@@ -88,9 +88,7 @@ def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
     images, the neighbour and Meteor blocks' shares of the images, k-means' work."""
     from annobench.benchmark.illustration.stage import query_blocks
     from annobench.benchmark.neighbours.blocks import block_plan, shard_blocks
-    from annobench.core.config import load_config
-
-    config = load_config()
+    config = shape_config(shape)
     bow = config["features"]["bow"]
     shard_sizes = synthetic_shard_sizes(n_images, images_per_shard)
 
