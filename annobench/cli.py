@@ -516,12 +516,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--records", action="append", default=[], metavar="BUILD_DIR",
                        help="project from the job records of this finished build (its folder with out/ and "
                             ".snakemake/) instead of building; repeat to combine builds of different sizes")
-    bench.add_argument("--project-images", type=positive_int, default=None,
-                       help="images of each projected release (default: each release's own)")
+    bench.add_argument("--project-images", type=positive_int, help="images of each projected release (default: its own)")
     bench.add_argument("--project-cores", type=positive_int, default=32, help="cores of the projected machine")
     bench.add_argument("--mem-gb", type=float, default=256, help="memory of the projected machine")
-    bench.add_argument("--peaks", action="store_true",
-                       help="also print every rule's projected peak memory a job in each release")
+    bench.add_argument("--peaks", action="store_true", help="also print every rule's projected peak memory a job")
     bench.add_argument("--plot", default=None, help="write the cores' utilisation over time here (PNG)")
     bench.add_argument("--cnn-config", default=None, metavar="CONFIG",
                        help="a config whose features.cnn networks the bench build computes and the projection "

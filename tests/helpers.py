@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,6 +130,18 @@ def tree_bytes(root: Path, exclude: tuple[str, ...] = ("logs", "provenance", "re
 
 
 # ---------------------------------------------------------------- builds
+
+def workflow_rules() -> set[str]:
+    """The names of the workflow's rules, read from its rule files (no Snakemake process), with
+    those it names in loops (a feature's, a codebook's; not a network's, named by the config)."""
+    from annobench.core.config import load_config
+    from annobench.plan import GLOBAL_FEATURES
+
+    text = "".join(path.read_text(encoding="utf-8") for path in (REPO / "workflow" / "rules").glob("*.smk"))
+    named = {f"feature_{feature}" for feature in GLOBAL_FEATURES}
+    named |= {f"bow_codebook_{kind}" for kind in load_config()["features"]["bow"]["kinds"]}
+    return set(re.findall(r"^\s*rule (\w+):", text, re.MULTILINE)) | named
+
 
 def run_snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None,
                   timeout: float | None = None) -> subprocess.CompletedProcess:
