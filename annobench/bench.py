@@ -83,8 +83,9 @@ def write_truth(workdir: Path, n_images: int) -> Path:
     path = workdir / "truth.csv"
     path.write_text("image_id,concept\n" + "".join(f"{i},{c}\n{i},{d}\n" for i, c, d in labels))
     corners = ((20, 20, 300, 200), (100, 60, 310, 300))
+    boxes = [(i, concept, box) for i, *concepts in labels for concept, box in zip(concepts, corners)]
     (workdir / "boxes.csv").write_text("image_id,concept,xmin,ymin,xmax,ymax\n" + "".join(
-        f"{i},{concept},{','.join(map(str, box))}\n" for i, *concepts in labels for concept, box in zip(concepts, corners)))
+        f"{i},{concept},{','.join(map(str, box))}\n" for i, concept, box in boxes))
     (workdir / "instances.csv").write_text("image_id,instance,xmin,ymin,xmax,ymax\n" + "".join(
         f"{i},{n},{','.join(map(str, box))}\n" for i in ids for n, box in enumerate(corners)))
     (workdir / "descriptions.csv").write_text("image_id,description,instance\n"
@@ -147,7 +148,8 @@ def speed_warnings(speeds: list[dict], tolerance: float = SPEED_TOLERANCE) -> li
     for name, speed in (("the float32 product", lambda s: s["gemm_gflops"]), ("the FFT", lambda s: 1 / s["fft_ms"])):
         change = speed(after) / speed(before) - 1
         if abs(change) > tolerance:
-            moved.append(f"{name} ran {100 * abs(change):.0f} % {'faster' if change > 0 else 'slower'} after the builds "
+            pace = "faster" if change > 0 else "slower"
+            moved.append(f"{name} ran {100 * abs(change):.0f} % {pace} after the builds "
                          "than before: the machine's speed changed while they ran (other work, frequency); their "
                          "figures mix two speeds")
     return moved
@@ -288,10 +290,15 @@ def _codebook_scale(out_dir: Path, record: dict) -> float:
     return full / min(rows, full) if rows else 1.0
 
 
+def full_scale_shard_size(images_per_shard: int) -> int:
+    """A full-size build's shards: the default size, or the bench's own when it was larger."""
+    return max(images_per_shard, default_shard_size(FULL_SCALE))
+
+
 def _full_scale_hours(by_rule: dict, prefixes: tuple, n_images: int, images_per_shard: int) -> float:
     """Hours on FULL_CORES cores for FULL_SCALE images: each rule's work per image (its CPU less its
     jobs' start-up) times the images, plus one start-up per job of a full-size build."""
-    full_shards = -(-FULL_SCALE // max(images_per_shard, default_shard_size(FULL_SCALE)))
+    full_shards = -(-FULL_SCALE // full_scale_shard_size(images_per_shard))
     cpu = 0.0
     for name, r in by_rule.items():
         if name.startswith(prefixes):
@@ -342,7 +349,8 @@ def summarise(out_dir: Path, n_images: int, cores: int, walls: dict[str, float],
     startup = sum(r["startup"] for name, r in by_rule.items() if name.startswith(VISUAL))
     print(f"of which job start-up (interpreter, imports): {startup:.1f} CPU-s; without it "
           f"{n_images / (visual_cpu - startup):.2f} images/s/core", file=out)
-    print(f"projection for {FULL_SCALE} images on {FULL_CORES} cores in shards of {images_per_shard}: visual "
+    print(f"projection for {FULL_SCALE} images on {FULL_CORES} cores in shards of "
+          f"{full_scale_shard_size(images_per_shard)}: visual "
           f"{visual_hours:.2f} h + text {text_hours:.2f} h of per-image work (each job's start-up counted once a "
           f"shard), + {codebook_hours:.2f} h for the longest codebook (scaled to the full sample; counted as if "
           f"nothing ran beside it) = {visual_hours + text_hours + codebook_hours:.2f} h", file=out)

@@ -29,6 +29,7 @@ import base64
 import json
 import statistics
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -166,7 +167,7 @@ class Calibration:
     rules: dict[str, RuleCost]
     slowdown: dict[str, Slowdown] = field(default_factory=dict)  # build -> its fit
 
-    def cost_of(self, rule: str, wildcards: dict) -> RuleCost | None:
+    def cost_of(self, rule: str) -> RuleCost | None:
         """The rule's cost; None when no calibration build ran it (the projection refuses it by name)."""
         if rule in self.rules:
             return self.rules[rule]
@@ -298,12 +299,12 @@ class BuildSizes:
         """The queries of an illustration ranking block."""
         return pq.read_metadata(self.out / record["files"]["input"]["queries"]).num_rows
 
-    @property
+    @cached_property
     def illustration_queries(self) -> int:
         path = self.out / "tables" / "queries" / "all.parquet"
         return pq.read_metadata(path).num_rows if path.exists() else 0
 
-    @property
+    @cached_property
     def illustration_candidates(self) -> int:
         """The images the illustration ranks: the test split's, or every image (`images: all`)."""
         everything = self.config.get("benchmark", {}).get("illustration", {}).get("images") == "all"
@@ -413,7 +414,8 @@ def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[
         settings = {j.get("settings") for j in group}
         cost = RuleCost(rule, driver, fixed, 0.0, units=units, build=str(build.workdir), work=work, jobs=len(group),
                         settings=settings.pop() if len(settings) == 1 else "mixed",
-                        peaks=tuple((memory_size(driver, j["units"], j["read"]), j["peak"]) for j in group if j.get("peak")))
+                        peaks=tuple((memory_size(driver, j["units"], j["read"]), j["peak"])
+                                    for j in group if j.get("peak")))
         if driver in PAIR_RATES:  # products at the timed rate; the rest is reading, per image (query)
             cost.rate = PAIR_RATES[driver]
             cost.per_image = max(0.0, work - cost.rate * units) / max(1, sum(j["read"] for j in group))

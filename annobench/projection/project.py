@@ -9,7 +9,8 @@ from pathlib import Path
 
 from annobench.projection.costs import (CNN_STATED, PAIR_RULES, Calibration, RuleCost, cost_rule, feature_dimension,
                                         memory_size)
-from annobench.projection.dag import SHAPES, planned_jobs, shape_config, shape_sizes, synthetic_config, synthetic_shard_sizes
+from annobench.projection.dag import (SHAPES, planned_jobs, shape_config, shape_sizes, synthetic_config,
+                                      synthetic_shard_sizes)
 from annobench.projection.schedule import Schedule, SimJob, simulate
 
 
@@ -156,7 +157,7 @@ def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict):
             jobs[job["name"]] = SimJob(job["name"], "all", 0.0, 1, 0, tuple(job["after"]))
             continue
         rule = cost_rule(job["rule"], job["after"])
-        cost = calibration.cost_of(rule, job["wildcards"])
+        cost = calibration.cost_of(rule)
         if cost is None:
             refused[rule] = refused.get(rule, 0) + 1
             continue

@@ -26,7 +26,7 @@ IDLE_SECONDS = 60.0
 class Replay:
     workdir: Path
     cores: int
-    measured: float  # seconds from the first job's start to the last job's end (idle stretches aside), summed over steps
+    measured: float  # first job's start to last job's end (idle stretches aside), summed over steps
     simulated_quiet: float  # the model on a machine to itself
     simulated_loaded: float  # the same, slowed as the machine ran during the build
     factor: float
@@ -106,7 +106,11 @@ def step_jobs(planned: list[dict], step: set[str], build: BuildSizes, calibratio
         seconds = 0.0
         if record_path.exists():
             rule, units, read = build.costed(json.loads(record_path.read_text()))
-            seconds = calibration.cost_of(rule, job["wildcards"]).seconds(units, read, job["threads"])
+            cost = calibration.cost_of(rule)
+            if cost is None:  # --out-of-sample from builds that never ran it
+                raise ValueError(f"no calibration build ran rule {rule}, which {build.workdir} ran: "
+                                 "give --records of one that did")
+            seconds = cost.seconds(units, read, job["threads"])
         elif job["rule"] in RECORDLESS and job["rule"] in calibration.rules:
             seconds = calibration.rules[job["rule"]].seconds(build.n_images, build.n_images, job["threads"])
         jobs.append(SimJob(job["name"], job["rule"], seconds, job["threads"], job["mem_mb"],
