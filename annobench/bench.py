@@ -7,6 +7,12 @@ a hard-linked copy of its own, two images a copy), so text and regions run
 too. The build goes in two steps: first up to the four codebooks, then the
 rest, as a maintainer with codebooks already trained would run it.
 
+Beside it go a quarter-size build and, for a small bench, a wide build of
+WIDE_IMAGES photos stored small (no segmentations): a job for the whole build
+(the release, the browser's catalogue, the round) costs a fraction of a
+millisecond an image against half a second of start-up, which a few hundred
+images cannot tell apart, and its work does not follow the pixels.
+
 Figures come from the jobs' own provenance records (CPU time and peak
 memory measured inside each job), so they do not depend on how Snakemake
 packed the jobs on the cores.
@@ -20,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -32,6 +39,7 @@ REAL = REPO.parent / "shared" / "data" / "real"
 BSDS = REAL / "images" / "bsds500" / "train"
 BSDS_TRUTH = REAL / "segmentations" / "bsds500" / "groundTruth" / "train"
 KIWIX = REAL / "pages" / "kiwix_wikipedia"
+BSDS_SIZE = (481, 321)  # every BSDS500 photo, either way up
 # Per-image work of the visual pipeline (codebook training is per dataset, reported apart).
 VISUAL = ("ingest_shard", "feature_colorhist", "feature_getlf", "feature_gist", "feature_cnn_", "feature_bow")
 PER_IMAGE_OTHER = ("text_shard", "regions_shard")
@@ -39,6 +47,10 @@ FULL_SCALE = 510_123
 FULL_CORES = 32
 # The quarter-size build runs from this many images (fewer: one build, each rule's work all rate).
 MIN_QUARTER = 40
+# A bench under this many images adds a wide build of this many, its photos stored at most
+# WIDE_SIDE pixels a side (80 x 120 for BSDS500's 321 x 481): the whole-build rules' rates.
+WIDE_IMAGES = 2000
+WIDE_SIDE = 120
 # Machine-speed checks before and after the builds further apart than this: the bench warns.
 SPEED_TOLERANCE = 0.10
 
@@ -49,18 +61,21 @@ def default_shard_size(n_images: int) -> int:
     return min(2000, max(1, -(-n_images // 4)))
 
 
-def bench_config(workdir: Path, n_images: int, images_per_shard: int, cnn: dict | None = None) -> dict:
+def bench_config(workdir: Path, n_images: int, images_per_shard: int, cnn: dict | None = None,
+                 photo_side: int | None = None) -> dict:
     """Every stage and benchmark subtask the projected shapes plan, at a size the bench can build:
     per-run jobs unmerged, and the searches, Meteor and the illustration's pages and ranking each
     split in two blocks, as a full-size build splits them. The text illustration ranks the test
-    images (2016: 200,000 test images, their pages' texts the queries)."""
+    images (2016: 200,000 test images, their pages' texts the queries). With `photo_side`, the
+    photos are copies at most that many pixels a side, without segmentations (the wide build)."""
     half = max(1, -(-n_images // 2))
-    config = {"input": write_inputs(workdir, n_images), "output": "out",
+    scale = photo_side / max(BSDS_SIZE) if photo_side else 1.0
+    config = {"input": write_inputs(workdir, n_images, photo_side), "output": "out",
               "sharding": {"images_per_shard": images_per_shard, "merge_below_images": 0},
               "segmentations": {"kind": "bsds", "annotator": 1},
               # The bench repeats a hundred-odd real pages: every caption would be furniture of many pages.
               "text": {"captions": {"max_pages": n_images, "max_images": n_images}},
-              "benchmark": {"ground_truth": {"source": "csv", "path": str(write_truth(workdir, n_images))},
+              "benchmark": {"ground_truth": {"source": "csv", "path": str(write_truth(workdir, n_images, scale))},
                             # Most images train, as in the real rounds; 15 % are queried.
                             "split": {"train": 0.85, "dev": 0.05, "test": 0.10},
                             "neighbours": {"test_block_images": half, "training_block_images": half},
@@ -74,15 +89,16 @@ def bench_config(workdir: Path, n_images: int, images_per_shard: int, cnn: dict 
     return config
 
 
-def write_truth(workdir: Path, n_images: int) -> Path:
+def write_truth(workdir: Path, n_images: int, scale: float = 1.0) -> Path:
     """Two concepts an image, of 100 and of 37, each with a box, and a description naming the
     first box (the costs do not depend on what they mean; the boxes fit a 321 x 321 corner, inside
-    every BSDS500 photo either way up); returns the ground truth CSV."""
+    every BSDS500 photo either way up, `scale` times that for photos stored small); returns the
+    ground truth CSV."""
     ids = [f"img{k:07d}" for k in range(n_images)]
     labels = [(i, f"c{k % 100}", f"d{k % 37}") for k, i in enumerate(ids)]
     path = workdir / "truth.csv"
     path.write_text("image_id,concept\n" + "".join(f"{i},{c}\n{i},{d}\n" for i, c, d in labels))
-    corners = ((20, 20, 300, 200), (100, 60, 310, 300))
+    corners = tuple(tuple(int(v * scale) for v in box) for box in ((20, 20, 300, 200), (100, 60, 310, 300)))
     boxes = [(i, concept, box) for i, *concepts in labels for concept, box in zip(concepts, corners)]
     (workdir / "boxes.csv").write_text("image_id,concept,xmin,ymin,xmax,ymax\n" + "".join(
         f"{i},{concept},{','.join(map(str, box))}\n" for i, concept, box in boxes))
@@ -96,9 +112,10 @@ def write_truth(workdir: Path, n_images: int) -> Path:
 def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int | None = None, out=sys.stdout,
               cnn: dict | None = None) -> dict:
     """Build N images (and a quarter of them apart, in workdir/quarter: two sizes split each
-    whole-build rule's cost into a fixed part and a rate per image), print the costs, return them
-    with the builds the projection calibrates from. `cnn`: features.cnn of networks the builds
-    compute too (cnn_section)."""
+    rule's cost into a fixed part and a rate per image; under WIDE_IMAGES, also the wide build of
+    small photos, in workdir/wide), print the costs, return them with the builds the projection
+    calibrates from. `cnn`: features.cnn of networks the builds compute too (cnn_section; not the
+    wide build: networks are per-shard work, which it does not cost)."""
     if not (REPO / "Snakefile").is_file():
         raise AnnobenchError(f"bench builds with the workflow, and {REPO} is not a checkout (no Snakefile): "
                              "run it from a clone of the project")
@@ -112,6 +129,12 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int | 
         walls[f"the {quarter}-image build"] = build(workdir / "quarter", bench_config, quarter,
                                                     default_shard_size(quarter), cores, cnn)["all"]
         builds.append(workdir / "quarter")
+    if n_images < WIDE_IMAGES:
+        mark_small_photos(workdir / "wide")
+        walls[f"the {WIDE_IMAGES}-image build of small photos"] = build(
+            workdir / "wide", partial(bench_config, photo_side=WIDE_SIDE), WIDE_IMAGES,
+            default_shard_size(WIDE_IMAGES), cores, None)["all"]
+        builds.append(workdir / "wide")
     speeds.append(machine_speed())
     summary = summarise(workdir / "out", n_images, cores, walls, out, images_per_shard)
     print("machine speed before / after the builds (one core): float32 product "
@@ -120,6 +143,16 @@ def run_bench(n_images: int, cores: int, workdir: Path, images_per_shard: int | 
     for warning in speed_warnings(speeds):
         print(f"warning: {warning}", file=out)
     return {**summary, "machine_speed": speeds, "builds": builds}
+
+
+def mark_small_photos(workdir: Path) -> None:
+    """Tell the projection that this build's per-shard work is not that of real photos."""
+    from annobench.projection.costs import SMALL_PHOTOS_MARK
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / SMALL_PHOTOS_MARK).write_text(yaml.safe_dump({
+        "photos_max_side": WIDE_SIDE,
+        "costs": "only rules whose work does not follow the pixels (annobench.projection.costs.PIXEL_DRIVERS)"}))
 
 
 def build(workdir: Path, make_config, n_images: int, images_per_shard: int, cores: int, cnn: dict | None,
@@ -224,18 +257,38 @@ def _codebook_targets() -> list[str]:
     return [f"out/artefacts/codebook_{kind}.parquet" for kind in kinds]
 
 
-def write_inputs(workdir: Path, n_images: int) -> dict:
-    """Image list, segmentations and pages for n_images ids; returns the config's `input` section."""
+def write_inputs(workdir: Path, n_images: int, photo_side: int | None = None) -> dict:
+    """Image list, segmentations and pages for n_images ids; returns the config's `input` section.
+    With `photo_side`: copies of the photos at most that many pixels a side, no segmentations."""
     photos = sorted(BSDS.glob("*.jpg"))
     if not photos or not BSDS_TRUTH.is_dir() or not KIWIX.is_dir():
         raise FileNotFoundError(f"needs the BSDS500 photos, their segmentations and the kiwix pages under {REAL}")
+    if photo_side:
+        photos = _small_copies(photos, workdir / "photos", photo_side)
     ids = [f"img{k:07d}" for k in range(n_images)]
     image_list = workdir / "images.csv"
     image_list.write_text("image_id,path\n" + "".join(f"{i},{photos[k % len(photos)]}\n" for k, i in enumerate(ids)))
+    if photo_side:
+        return {"image_list": str(image_list), **_write_pages(workdir, ids)}
     segmentations = _fresh_dir(workdir / "segmentations")
     for k, image_id in enumerate(ids):
         os.symlink(BSDS_TRUTH / f"{photos[k % len(photos)].stem}.mat", segmentations / f"{image_id}.mat")
     return {"image_list": str(image_list), "segmentations": str(segmentations), **_write_pages(workdir, ids)}
+
+
+def _small_copies(photos: list[Path], folder: Path, side: int) -> list[Path]:
+    """Each photo resized (area) to at most `side` pixels a side, as a JPEG in `folder`."""
+    import cv2
+
+    from annobench.images.resize import resize_area
+
+    folder = _fresh_dir(folder)
+    copies = []
+    for photo in photos:
+        copy = folder / photo.name
+        cv2.imwrite(str(copy), resize_area(cv2.imread(str(photo)), side), [cv2.IMWRITE_JPEG_QUALITY, 90])
+        copies.append(copy)
+    return copies
 
 
 def _write_pages(workdir: Path, ids: list[str]) -> dict:

@@ -189,6 +189,43 @@ def test_calibration_gives_every_recorded_rule_a_cost(demo_build):
     assert shard.driver == "shard_images" and shard.rate > 0 and shard.fixed > 0
 
 
+def test_a_build_of_small_photos_costs_only_the_rules_whose_work_does_not_follow_the_pixels(demo_build, tmp_path):
+    """The bench's wide build: many images resolve a whole-build rule's rate, but its per-shard
+    work (features of photos stored small) is not that of real photos."""
+    from annobench.projection.costs import PIXEL_DRIVERS, SMALL_PHOTOS_MARK
+
+    marked = tmp_path / "wide"
+    marked.mkdir()
+    for name in ("config.yaml", "out", ".snakemake"):
+        if (demo_build.parent / name).exists():
+            (marked / name).symlink_to(demo_build.parent / name)
+    plain = calibrate([demo_build.parent])
+    (marked / SMALL_PHOTOS_MARK).write_text("photos_max_side: 120\n")
+    small = calibrate([marked])
+    pixel_rules = {rule for rule, cost in plain.rules.items() if cost.driver in PIXEL_DRIVERS}
+    assert {"feature_gist", "ingest_shard"} <= pixel_rules
+    assert pixel_rules.isdisjoint(small.rules)
+    assert set(small.rules) == set(plain.rules) - pixel_rules
+    assert small.rules["integrity"].rate == plain.rules["integrity"].rate
+
+
+def test_a_job_is_costed_from_its_wall_time_only_where_that_is_well_beyond_its_cpu():
+    """Snakemake starts a job in 0.1-0.3 s more than its records' CPU: at a few hundred images that
+    noise is larger than a whole-build job's work, so only a child process's time (Meteor's JVM)
+    or a job without a record counts its wall time."""
+    from annobench.projection.costs import Slowdown, job_work
+
+    quiet = Slowdown(1.0, 0.1)
+    job = {"cpu": 0.81, "startup": 0.37, "wall": 1.14}
+    assert job_work(job, quiet) == pytest.approx(0.81 - 0.37)
+    meteor = {"cpu": 0.46, "startup": 0.32, "wall": 6.51}
+    assert job_work(meteor, quiet) == pytest.approx(6.51 - 0.1 - 0.32)
+    threads = {"cpu": 8.0, "startup": 0.4, "wall": 4.5}  # four threads: CPU beyond wall
+    assert job_work(threads, quiet) == pytest.approx(7.6)
+    release = {"cpu": 0.0, "startup": 0.0, "wall": 1.12, "recordless": True}
+    assert job_work(release, quiet) == pytest.approx(1.02)
+
+
 def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
     from annobench.projection.costs import MERGE_RULE, cost_rule
     from annobench.projection.project import images_read, planned_sizes, units_of
@@ -245,6 +282,23 @@ def test_the_bench_build_runs_every_rule_a_release_shape_plans(tmp_path):
     assert {"benchmark_neighbour_block", "browse_shard", "caption_meteor_block", "illustration_queries",
             "illustration_rank", "selection_baselines", "box_baseline", "region_benchmark", "release"} <= planned
     assert rules - NOT_IN_A_SHAPE - planned == set()
+
+
+def test_the_bench_wide_build_stores_small_photos_with_boxes_inside_them(tmp_path):
+    import cv2
+
+    from annobench.bench import BSDS, KIWIX, WIDE_SIDE, bench_config, default_shard_size
+
+    require_shared(BSDS)
+    require_shared(KIWIX)
+    config = bench_config(tmp_path, 300, default_shard_size(300), photo_side=WIDE_SIDE)
+    assert "segmentations" not in config["input"]
+    listed = [line.split(",")[1] for line in Path(config["input"]["image_list"]).read_text().splitlines()[1:]]
+    sizes = {path: cv2.imread(path).shape[:2] for path in set(listed)}
+    assert len(sizes) == 200 and {max(size) for size in sizes.values()} == {WIDE_SIDE}
+    boxes = [line.split(",") for line in (tmp_path / "boxes.csv").read_text().splitlines()[1:]]
+    smallest_side = min(min(size) for size in sizes.values())
+    assert len(boxes) == 600 and max(int(value) for box in boxes for value in box[2:]) < smallest_side
 
 
 def test_the_bench_warns_when_the_machine_speed_moved_during_its_builds():

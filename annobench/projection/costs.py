@@ -16,9 +16,11 @@ own per-job overhead) and work proportional to one size (its driver):
 - every other job (one for the whole build): the images of the build.
 
 Work is CPU time from the job records, less start-up. A job whose wall time (Snakemake's
-metadata) says it took longer than its own CPU explains (the Meteor JVM runs as a child
-process, outside the record's CPU) is costed from its wall time. Wall times are first
+metadata) says it took clearly longer than its own CPU explains (the Meteor JVM runs as a
+child process, outside the record's CPU) is costed from its wall time. Wall times are first
 deflated by how slow the machine ran during the build (`Slowdown`), fitted over the jobs.
+A build of small photos (SMALL_PHOTOS_MARK: the bench's wide build) costs only the rules
+whose work does not follow the pixels: its many images resolve the whole-build rules' rates.
 A rule no build ran has no cost: the projection refuses it by name rather than guess (a search
 in one part takes its parts' costs, SAME_WORK; a network no build ran, a stated figure).
 """
@@ -65,6 +67,14 @@ PAGE_BLOCK_RULES = ("illustration_queries",)
 FIXED_RULES = ("getlf_projection", "all")
 PAIR_RATES = {"pair_dims": NEIGHBOUR_RATE, "query_candidates": ILLUSTRATION_PAIR_RATE}
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
+# Wall time beyond CPU (after the slowdown) that is a child process's work rather than the
+# noise of Snakemake's job start (0.1-0.3 s at a few hundred images): above both figures.
+CHILD_EXCESS_SECONDS = 1.0
+CHILD_EXCESS_SHARE = 0.5
+# A build whose folder holds this file stored its photos small (annobench bench's wide build):
+# the rules driven by these sizes, whose work follows the pixels, are not costed from it.
+SMALL_PHOTOS_MARK = "small-photos.yaml"
+PIXEL_DRIVERS = ("shard_images", "sampled_images", "kmeans")
 # Jobs' CPU seconds spread less than this: the build cannot fit a slowdown factor (fit_slowdown).
 MIN_CPU_SPREAD = 20.0
 # A rule that runs the same code as another on other sizes: costed by the other's records when a
@@ -182,15 +192,18 @@ class Calibration:
 
 def calibrate(workdirs: list[Path]) -> Calibration:
     """Rules' costs from the builds in `workdirs` (each with out/ and .snakemake/); a rule measured
-    in several builds takes its figures from the build where its size was largest."""
+    in several builds takes its figures from the build where its size was largest. A build marked
+    as of small photos (SMALL_PHOTOS_MARK) costs no rule of PIXEL_DRIVERS."""
     measured: dict[str, list[RuleCost]] = {}
     slowdowns = {}
     for workdir in workdirs:
         build = BuildSizes(workdir)
         jobs = build.jobs()
         slowdowns[str(workdir)] = fit_slowdown(jobs)
+        small_photos = (workdir / SMALL_PHOTOS_MARK).is_file()
         for rule, cost in rule_costs(jobs, build, slowdowns[str(workdir)]).items():
-            measured.setdefault(rule, []).append(cost)
+            if not (small_photos and cost.driver in PIXEL_DRIVERS):
+                measured.setdefault(rule, []).append(cost)
     return Calibration({rule: merged(costs) for rule, costs in measured.items()}, slowdowns)
 
 
@@ -394,10 +407,14 @@ def fit_slowdown(jobs: list[dict]) -> Slowdown:
 
 
 def job_work(job: dict, slowdown: Slowdown) -> float:
-    """Core-seconds of a job's own work, start-up aside (module docstring)."""
-    cpu = job["cpu"]
-    if job["wall"] and job["cpu"] <= job["wall"]:
-        cpu = max(cpu, job["wall"] / slowdown.factor - slowdown.overhead)
+    """Core-seconds of a job's own work, start-up aside (module docstring): its CPU, or its wall
+    time (after the slowdown) where that is well beyond (a child process's work, a job without
+    a record)."""
+    cpu, wall = job["cpu"], job["wall"]
+    if wall:
+        beyond = wall / slowdown.factor - slowdown.overhead
+        if job.get("recordless") or beyond - cpu > max(CHILD_EXCESS_SECONDS, CHILD_EXCESS_SHARE * cpu):
+            cpu = max(cpu, beyond)
     return max(0.0, cpu - job["startup"])
 
 
