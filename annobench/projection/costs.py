@@ -15,9 +15,10 @@ own per-job overhead) and work proportional to one size (its driver):
   pairs; the illustration job that gathers them: the queries;
 - every other job (one for the whole build): the images of the build.
 
-Work is CPU time from the job records, less start-up. A job whose wall time (Snakemake's
-metadata) says it took clearly longer than its own CPU explains (the Meteor JVM runs as a
-child process, outside the record's CPU) is costed from its wall time. Wall times are first
+Work is CPU time from the job records, less start-up. The jobs of rules that run a child
+process (CHILD_PROCESS_RULES: Meteor's JVM, outside the record's CPU) and the release (no
+record) are costed from their wall time (Snakemake's metadata) instead; any other job's wall
+beyond its CPU is Snakemake starting it or other work on the machine, not its own work. Wall times are first
 deflated by how slow the machine ran during the build (`Slowdown`), fitted over the jobs.
 A build of small photos (SMALL_PHOTOS_MARK: the bench's wide build) costs only the rules
 whose work does not follow the pixels: its many images resolve the whole-build rules' rates.
@@ -67,10 +68,9 @@ PAGE_BLOCK_RULES = ("illustration_queries",)
 FIXED_RULES = ("getlf_projection", "all")
 PAIR_RATES = {"pair_dims": NEIGHBOUR_RATE, "query_candidates": ILLUSTRATION_PAIR_RATE}
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
-# Wall time beyond CPU (after the slowdown) that is a child process's work rather than the
-# noise of Snakemake's job start (0.1-0.3 s at a few hundred images): above both figures.
-CHILD_EXCESS_SECONDS = 1.0
-CHILD_EXCESS_SHARE = 0.5
+# Rules whose jobs run Meteor 1.5's JVM (benchmark.captions.meteor) as a child process: its CPU
+# is not in the job's record, so these are costed from their wall time.
+CHILD_PROCESS_RULES = ("caption_meteor_block", "caption_run_evaluation", "caption_human_bound")
 # A build whose folder holds this file stored its photos small (annobench bench's wide build):
 # the rules driven by these sizes, whose work follows the pixels, are not costed from it.
 SMALL_PHOTOS_MARK = "small-photos.yaml"
@@ -407,14 +407,11 @@ def fit_slowdown(jobs: list[dict]) -> Slowdown:
 
 
 def job_work(job: dict, slowdown: Slowdown) -> float:
-    """Core-seconds of a job's own work, start-up aside (module docstring): its CPU, or its wall
-    time (after the slowdown) where that is well beyond (a child process's work, a job without
-    a record)."""
-    cpu, wall = job["cpu"], job["wall"]
-    if wall:
-        beyond = wall / slowdown.factor - slowdown.overhead
-        if job.get("recordless") or beyond - cpu > max(CHILD_EXCESS_SECONDS, CHILD_EXCESS_SHARE * cpu):
-            cpu = max(cpu, beyond)
+    """Core-seconds of a job's own work, start-up aside (module docstring): its CPU, or for a job
+    with a child process or without a record its wall time after the slowdown."""
+    cpu = job["cpu"]
+    if job["wall"] and (job.get("recordless") or job["rule"] in CHILD_PROCESS_RULES):
+        cpu = max(cpu, job["wall"] / slowdown.factor - slowdown.overhead)
     return max(0.0, cpu - job["startup"])
 
 
