@@ -162,8 +162,11 @@ def _dangling(files: list[Path], columns: tuple[str, ...], known: set, allow_emp
             column = table.column(columns[0]).drop_null()  # no value: nothing named
             if pa.types.is_dictionary(column.type):
                 column = column.cast(column.type.value_type)
-            missing = pc.invert(pc.is_in(column, value_set=pa.array(list(known), type=column.type)))
-            values = column.filter(missing).to_pylist()
+            # The file's distinct values against the set: a value set of all the target's keys
+            # for every file would make the check grow with shards x images.
+            missing = [value for value in column.unique().to_pylist() if value not in known]
+            values = column.filter(pc.is_in(column, value_set=pa.array(missing, type=column.type))).to_pylist() \
+                if missing else []
         else:
             rows = zip(*(table.column(c).to_pylist() for c in columns))
             values = [row for row in rows if row not in known]
