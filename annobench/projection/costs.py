@@ -18,8 +18,9 @@ own per-job overhead) and work proportional to one size (its driver):
 Work is CPU time from the job records, less start-up. The jobs of rules that run a child
 process (CHILD_PROCESS_RULES: Meteor's JVM, outside the record's CPU) and the release (no
 record) are costed from their wall time (Snakemake's metadata) instead; any other job's wall
-beyond its CPU is Snakemake starting it or other work on the machine, not its own work. Wall times are first
-deflated by how slow the machine ran during the build (`Slowdown`), fitted over the jobs.
+time beyond its CPU is Snakemake starting it or other work on the machine, not its own. Wall
+times are first deflated by how slow the machine ran during the build (`Slowdown`), fitted
+over the jobs.
 A build of small photos (SMALL_PHOTOS_MARK: the bench's wide build) costs only the rules
 whose work does not follow the pixels: its many images resolve the whole-build rules' rates.
 A rule no build ran has no cost: the projection refuses it by name rather than guess (a search
@@ -70,7 +71,8 @@ PAIR_RATES = {"pair_dims": NEIGHBOUR_RATE, "query_candidates": ILLUSTRATION_PAIR
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
 # Rules whose jobs run Meteor 1.5's JVM (benchmark.captions.meteor) as a child process: its CPU
 # is not in the job's record, so these are costed from their wall time.
-CHILD_PROCESS_RULES = ("caption_meteor_block", "caption_run_evaluation", "caption_human_bound")
+CHILD_PROCESS_RULES = ("caption_meteor_block", "caption_run_evaluation", "caption_run_evaluation_merged",
+                       "caption_human_bound")
 # A build whose folder holds this file stored its photos small (annobench bench's wide build):
 # the rules driven by these sizes, whose work follows the pixels, are not costed from it.
 SMALL_PHOTOS_MARK = "small-photos.yaml"
