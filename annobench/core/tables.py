@@ -109,6 +109,15 @@ def image_ids(paths: list[Path] | list[str]) -> set[str]:
     return {i for path in paths for i in pq.read_table(path, columns=["image_id"]).column(0).to_pylist()}
 
 
+def rows_of_images(path: Path | str, columns: list[str], wanted: pa.Array) -> pa.Table:
+    """The rows of a table keyed by image_id whose image is among `wanted` (image ids as an
+    Arrow string array, made once for all the files a job reads), filtered as the file is read."""
+    import pyarrow.compute as pc
+
+    table = pq.read_table(path, columns=columns)
+    return table.filter(pc.is_in(table.column("image_id"), value_set=wanted))
+
+
 def read_metadata(path: Path | str) -> dict[str, str]:
     raw = pq.read_schema(path).metadata or {}
     return {k.decode(): v.decode() for k, v in raw.items() if k.startswith(b"annobench.")}

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from annobench.benchmark.annotation import ground_truth as gt
@@ -33,7 +32,7 @@ from annobench.benchmark.vocabulary import (
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
 from annobench.core.provenance import raw_file
-from annobench.core.tables import write_table
+from annobench.core.tables import rows_of_images, write_table
 
 
 # -- planning (called from the Snakefile) ----------------------------------
@@ -310,8 +309,7 @@ def _training_text(text_tables: list[str], train_ids: list[str], english: set[st
     train = pa.array(sorted(set(train_ids)))
 
     def shard_terms(path: str) -> pd.DataFrame:
-        table = pq.read_table(path, columns=["image_id", "term", "score"])
-        return table.filter(pc.is_in(table.column("image_id"), value_set=train)).to_pandas()
+        return rows_of_images(path, ["image_id", "term", "score"], train).to_pandas()
 
     words: set[str] = set()
     for path in text_tables:

@@ -32,8 +32,6 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from annobench.benchmark.illustration.baselines import random_run, tfidf_run
 from annobench.benchmark.illustration.measure import IllustrationTruth, evaluation, write_truth
@@ -49,7 +47,7 @@ from annobench.benchmark.splits import split_ids
 from annobench.core.errors import AnnobenchError
 from annobench.core.fsutil import write_bytes_atomic
 from annobench.core.jobs import Job
-from annobench.core.tables import image_ids, write_table
+from annobench.core.tables import image_ids, rows_of_images, write_table
 from annobench.sources.pages import PageLimits
 from annobench.text.features import TextParams
 from annobench.text.stage import FolderPages, read_mapping
@@ -113,13 +111,8 @@ def image_terms(paths: list[str], candidates: set[str]) -> pd.DataFrame:
     whole before filtering they took some 150 bytes a row of the job's memory."""
     columns = ["image_id", "term", "score"]
     wanted = pa.array(sorted(candidates), type=pa.string())
-    parts = []
-    for path in sorted(paths):
-        table = pq.read_table(path, columns=columns)
-        parts.append(table.filter(pc.is_in(table["image_id"].cast(pa.string()), value_set=wanted)))
-    if not parts:
-        return pd.DataFrame(columns=columns)
-    return pa.concat_tables(parts).to_pandas()
+    parts = [rows_of_images(path, columns, wanted) for path in sorted(paths)]
+    return pa.concat_tables(parts).to_pandas() if parts else pd.DataFrame(columns=columns)
 
 
 def baseline_run(name: str, queries: QuerySet, candidates: list[str], terms: pd.DataFrame, seed: int,
