@@ -13,7 +13,15 @@ from lxml import etree
 
 from annobench.sources.page_images import candidate_urls, page_base
 from annobench.sources.pages import PageLimits, decode_page, parse_html, read_page
-from annobench.text.features import TextParams, not_found_reason, occurrences, page_words
+from annobench.text.features import (
+    ImageAddresses,
+    TextParams,
+    _normalised_or_none,
+    _written_forms,
+    not_found_reason,
+    occurrences,
+    page_words,
+)
 from annobench.text.stage import extract_text, read_mapping
 from helpers import REAL, require_shared
 
@@ -277,3 +285,27 @@ def test_the_first_img_of_every_real_page_is_found_unless_it_names_no_image(tmp_
 
 def page_has_no_words(page_id: str) -> bool:
     return len(page_words(read_page(page_id, PAGES / page_id, LIMITS), PARAMS).term_ids) == 0
+
+
+def shows(element, img_src: str, base: str) -> bool:
+    """The element shows img_src: one of its addresses is a written form of it, or resolves where
+    one of them does (what every element of the page was once tested for, for every mapped image)."""
+    forms = _written_forms(img_src)
+    resolved = {_normalised_or_none(form, base) for form in forms} - {None}
+    return any(url in forms or _normalised_or_none(url, base) in resolved for url in candidate_urls(element))
+
+
+def test_the_page_address_index_finds_what_a_pass_over_every_element_finds():
+    """Every address of every <img> of the real pages, looked up in the page's index, gives the
+    elements a test of each element of the page gives, in document order."""
+    looked_up = 0
+    for path in real_pages():
+        page = read_page(path.name, path, LIMITS)
+        words = page_words(page, PARAMS)
+        base = page_base(page, "https://example.org/section/page.html")
+        index = ImageAddresses(words.images, base)
+        for url in {url for element in words.images for url in candidate_urls(element)} | {"", "#", "http://["}:
+            expected = [element for element in words.images if shows(element, url, base)]
+            assert index.occurrences(url) == expected, (path, url)
+            looked_up += 1
+    assert looked_up > 3000

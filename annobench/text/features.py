@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
@@ -137,12 +138,32 @@ def page_words(page: Page, params: TextParams) -> PageWords:
 def occurrences(words: PageWords, img_src: str, base: str) -> list[ImageElement]:
     """The <img> elements of the page that show `img_src`: as written, HTML-unescaped (an
     address copied from the HTML source keeps its `&amp;`), each also resolved against `base`."""
-    forms = _written_forms(img_src)
-    resolved = {_normalised_or_none(form, base) for form in forms} - {None}
-    return [
-        element for element in words.images
-        if any(url in forms or _normalised_or_none(url, base) in resolved for url in candidate_urls(element))
-    ]
+    return ImageAddresses(words.images, base).occurrences(img_src)
+
+
+class ImageAddresses:
+    """Every address of a page's <img> elements, as written and resolved against the page's base,
+    indexed once: finding each mapped image of the page is then a lookup, not a pass that resolves
+    every address of the page again (a page of 100 images and 20 mapped ones resolved 2,000)."""
+
+    def __init__(self, images: list[ImageElement], base: str):
+        self.images, self.base = images, base
+        self.written: dict[str, list[int]] = defaultdict(list)
+        self.resolved: dict[str, list[int]] = defaultdict(list)
+        for index, element in enumerate(images):
+            for url in candidate_urls(element):
+                self.written[url].append(index)
+                normalised = _normalised_or_none(url, base)
+                if normalised is not None:
+                    self.resolved[normalised].append(index)
+
+    def occurrences(self, img_src: str) -> list[ImageElement]:
+        """The elements that show `img_src` (see `occurrences`), in document order."""
+        forms = _written_forms(img_src)
+        resolved = {_normalised_or_none(form, self.base) for form in forms} - {None}
+        hits = {index for form in forms for index in self.written.get(form, ())}
+        hits.update(index for url in resolved for index in self.resolved.get(url, ()))
+        return [self.images[index] for index in sorted(hits)]
 
 
 def _written_forms(img_src: str) -> list[str]:

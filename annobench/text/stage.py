@@ -48,10 +48,10 @@ from annobench.text.captions import (
     page_texts,
 )
 from annobench.text.features import (
+    ImageAddresses,
     TextParams,
     not_found_reason,
     occurrence_scores,
-    occurrences,
     page_words,
     top_terms,
 )
@@ -313,9 +313,12 @@ def extract_text(
             tables["pages_xml"].append({"page_id": page_id, "xml": page.to_xml()})
             tables["caption_texts"].extend(page_texts(page_id, words.images, _first_src))
         shared = page_text_counts(words.images)
+        addresses: dict[str, ImageAddresses] = {}  # by the page's URL (the same for every row, as a rule)
         for row in page_rows:
-            base = page_base(page, row.page_url)
-            found = occurrences(words, row.img_src, base)
+            if row.page_url not in addresses:
+                addresses[row.page_url] = ImageAddresses(words.images, page_base(page, row.page_url))
+            base = addresses[row.page_url].base
+            found = addresses[row.page_url].occurrences(row.img_src)
             size = images.get(row.image_id) if images is not None else None
             tables["caption_candidates"].extend(image_captions(row, found, shared, size))
             tables["image_urls"].append({
