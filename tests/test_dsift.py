@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -12,6 +16,7 @@ import pytest
 from annobench.cli import main
 from annobench.images.decode import DecodeLimits, decode_image
 from annobench.images.resize import resize_area
+from annobench.visual import dsift
 from annobench.visual.dsift import KINDS, DsiftParams, channels, describe, grid
 from helpers import bsds_photos
 
@@ -98,3 +103,47 @@ def test_several_kinds_at_once_give_each_kinds_own_descriptors_bit_for_bit():
         assert np.array_equal(together["opponentsift"][:, 256:], together["csift"][:, 256:])
     with pytest.raises(ValueError, match="unknown dense SIFT kind 'hog'"):
         describe_kinds(rgb, ["sift", "hog"], params)
+
+
+DESCRIBE_RUN = """
+import hashlib, sys
+import numpy as np
+from annobench.visual.dsift import KINDS, DsiftParams, describe_kinds
+photos = np.load(sys.argv[1])
+digest = hashlib.sha256()
+for rgb in photos:
+    points, described = describe_kinds(rgb, list(KINDS), DsiftParams())
+    for kind in KINDS:
+        digest.update(described[kind].tobytes())
+print(digest.hexdigest())
+"""
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return set()
+    return set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+
+
+def test_descriptors_are_the_same_bits_whatever_the_cpu_offers(tmp_path):
+    """The CPU a job runs on chooses OpenBLAS's kernel and OpenCV's SIMD and IPP code; here this
+    machine plays older CPUs (OPENBLAS_CORETYPE, OPENCV_CPU_DISABLE), and every kind's
+    descriptors of real photos must keep their bits."""
+    if not {"avx", "avx2", "fma"} <= _cpu_flags():
+        pytest.skip("needs an x86-64 CPU with AVX2 to play CPUs with and without it")
+    photos = tmp_path / "photos.npy"
+    np.save(photos, np.stack([rgb[:160, :160] for rgb in stored_photos(6)]))
+    settings = {"this CPU": {}, "Haswell kernel": {"OPENBLAS_CORETYPE": "Haswell"},
+                "Sandybridge kernel": {"OPENBLAS_CORETYPE": "Sandybridge"},
+                "SSE3 kernel, OpenCV without AVX": {"OPENBLAS_CORETYPE": "Prescott",
+                                                    "OPENCV_CPU_DISABLE": "AVX512_SKX,AVX2,FMA3,AVX"}}
+    digests = {}
+    for name, variables in settings.items():
+        env = {**os.environ, **variables, "OPENBLAS_NUM_THREADS": "1",
+               "PYTHONPATH": str(Path(dsift.__file__).parents[2])}
+        done = subprocess.run([sys.executable, "-c", DESCRIBE_RUN, str(photos)], env=env, capture_output=True,
+                              text=True, check=True)
+        digests[name] = done.stdout.strip()
+    assert len(set(digests.values())) == 1, digests

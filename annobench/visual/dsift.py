@@ -12,11 +12,20 @@ descriptor of the keypoint at c with size bin_size / 1.5 and angle 0.
 Nothing is computed one keypoint at a time: the gradient of the channel is
 split into 8 orientation planes, and the weight of a pixel in a bin is
 separable (bilinear weight x Gaussian, in x and in y), so pooling all bins
-of all grid points is two matrix products per plane.
+of all grid points is two passes per plane, along y then along x.
+
+The same image gives the same bits on every machine: OpenCV's blur and
+gradient angles run its baseline code (`opencv_baseline`), and the pooling
+adds its terms in a fixed order with numpy's elementwise operations, each
+rounded alone. It was two matrix products, whose sums BLAS splits and fuses
+by the CPU's kernel: OpenBLAS's Haswell, SkylakeX and Sandybridge kernels
+gave three different sets of descriptors of the same photos, and OpenCV
+with and without AVX2 two more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -101,56 +110,88 @@ def _planes(rgb: np.ndarray, kinds: list[str], params: DsiftParams) -> dict[str,
     return planes
 
 
-@lru_cache(maxsize=32)
-def pooling_matrix(size: int, params: DsiftParams) -> np.ndarray:
-    """(N_BINS * n_points, size): row (bin, point) holds the weights of every pixel.
-
-    Weight = bilinear share of the bin (1 - |u - centre of bin| / bin_size)
-    times the Gaussian window exp(-u^2 / (2 (2 bin_size)^2)), u = pixel - point.
-    """
-    points = grid(size, params)
-    pixels = np.arange(size, dtype=np.float64)
+@lru_cache(maxsize=8)
+def bin_weights(params: DsiftParams) -> tuple[tuple[tuple[int, np.float32], ...], ...]:
+    """For each of the N_BINS bins along an axis: (u, weight) of every pixel at offset u from the
+    grid point that the bin weighs, the bilinear share of the bin (1 - |u - centre of bin| /
+    bin_size) times the Gaussian window exp(-u^2 / (2 (2 bin_size)^2))."""
     width = params.bin_size
     sigma = N_BINS / 2.0 * width
-    rows = []
+    bins = []
     for b in range(N_BINS):
-        centre_offset = (b - (N_BINS - 1) / 2.0) * width
-        u = pixels[None, :] - points[:, None]
-        bilinear = np.clip(1.0 - np.abs(u - centre_offset) / width, 0.0, None)
-        rows.append(bilinear * np.exp(-(u * u) / (2.0 * sigma * sigma)))
-    return np.ascontiguousarray(np.concatenate(rows).astype(np.float32))
+        centre = (b - (N_BINS - 1) / 2.0) * width
+        offsets = range(math.floor(centre - width) + 1, math.ceil(centre + width))
+        bins.append(tuple((u, np.float32((1.0 - abs(u - centre) / width) * math.exp(-(u * u) / (2.0 * sigma * sigma))))
+                          for u in offsets))
+    return tuple(bins)
+
+
+def pool(values: np.ndarray, params: DsiftParams) -> np.ndarray:
+    """(size, ...) -> (N_BINS, points, ...): each bin of each grid point along the first axis, the
+    weighted sum of the pixels it weighs, added in order of u (pixels beyond the edge weigh
+    nothing)."""
+    size, points = values.shape[0], grid(values.shape[0], params)
+    bins = bin_weights(params)
+    reach = max(abs(u) for weights in bins for u, _ in weights)
+    padded = np.zeros((size + 2 * reach, *values.shape[1:]), np.float32)
+    padded[reach : reach + size] = values
+    pooled = np.empty((N_BINS, len(points), *values.shape[1:]), np.float32)
+    term = np.empty(pooled.shape[1:], np.float32)
+    first = reach + (int(points[0]) if len(points) else 0)
+    rows = slice(first, first + params.step * len(points), params.step)
+    for out, weights in zip(pooled, bins):
+        for k, (u, weight) in enumerate(weights):
+            shifted = padded[rows.start + u : rows.stop + u : rows.step]
+            np.multiply(shifted, weight, out=out if k == 0 else term)
+            if k:
+                np.add(out, term, out=out)
+    return pooled
+
+
+@contextlib.contextmanager
+def opencv_baseline():
+    """OpenCV's baseline code in this thread for the block: not the SIMD (AVX2, AVX-512) and IPP
+    routines it picks by the CPU, which round differently (a blur or an angle with AVX2 is not the
+    float32 without it). Only here: IPP's inverse DFT, which GIST runs, is five times faster. The
+    SIMD setting is the process's: no other thread may run OpenCV meanwhile (none does)."""
+    optimized, ipp = cv2.useOptimized(), cv2.ipp.useIPP()
+    cv2.setUseOptimized(False)  # dispatched SIMD off for the process, IPP off for this thread
+    try:
+        yield
+    finally:
+        cv2.setUseOptimized(optimized)
+        cv2.ipp.setUseIPP(ipp)
 
 
 def orientation_planes(plane: np.ndarray, params: DsiftParams) -> np.ndarray:
     """(8, H, W): gradient magnitude split linearly between the two nearest orientations."""
-    if params.smoothing_sigma > 0:
-        plane = cv2.GaussianBlur(plane, (0, 0), params.smoothing_sigma)
-    dx = np.zeros_like(plane)
-    dy = np.zeros_like(plane)
-    # Central differences, y pointing up; the one-pixel border has no gradient (as OpenCV's SIFT).
-    dx[1:-1, 1:-1] = plane[1:-1, 2:] - plane[1:-1, :-2]
-    dy[1:-1, 1:-1] = plane[:-2, 1:-1] - plane[2:, 1:-1]
-    magnitude, angle = cv2.cartToPolar(dx, dy)
-    position = angle * np.float32(N_ORIENTATIONS / (2.0 * math.pi))  # in [0, 8)
-    planes = np.empty((N_ORIENTATIONS, *plane.shape), dtype=np.float32)
-    for o in range(N_ORIENTATIONS):
-        # Share of orientation o: 1 - circular distance to o, at least 0 (OpenCV calls vectorise).
-        distance = cv2.absdiff(position, float(o))
-        distance = cv2.min(distance, cv2.subtract(float(N_ORIENTATIONS), distance))
-        share = cv2.max(cv2.subtract(1.0, distance), 0.0)
-        cv2.multiply(share, magnitude, dst=planes[o])
+    with opencv_baseline():
+        if params.smoothing_sigma > 0:
+            plane = cv2.GaussianBlur(plane, (0, 0), params.smoothing_sigma)
+        dx = np.zeros_like(plane)
+        dy = np.zeros_like(plane)
+        # Central differences, y pointing up; the one-pixel border has no gradient (as OpenCV's SIFT).
+        dx[1:-1, 1:-1] = plane[1:-1, 2:] - plane[1:-1, :-2]
+        dy[1:-1, 1:-1] = plane[:-2, 1:-1] - plane[2:, 1:-1]
+        magnitude, angle = cv2.cartToPolar(dx, dy)
+        position = angle * np.float32(N_ORIENTATIONS / (2.0 * math.pi))  # in [0, 8)
+        planes = np.empty((N_ORIENTATIONS, *plane.shape), dtype=np.float32)
+        for o in range(N_ORIENTATIONS):
+            # Share of orientation o: 1 - circular distance to o, at least 0 (OpenCV calls vectorise).
+            distance = cv2.absdiff(position, float(o))
+            distance = cv2.min(distance, cv2.subtract(float(N_ORIENTATIONS), distance))
+            share = cv2.max(cv2.subtract(1.0, distance), 0.0)
+            cv2.multiply(share, magnitude, dst=planes[o])
     return planes
 
 
 def describe_plane(plane: np.ndarray, params: DsiftParams) -> np.ndarray:
     """(n_points, 128) descriptors of one plane, points in row-major grid order."""
-    height, width = plane.shape
-    pool_y, pool_x = pooling_matrix(height, params), pooling_matrix(width, params)
-    n_y, n_x = pool_y.shape[0] // N_BINS, pool_x.shape[0] // N_BINS
-    planes = orientation_planes(plane, params)
-    pooled = np.matmul(np.matmul(pool_y, planes), pool_x.T)  # (8, 4 * n_y, 4 * n_x)
-    pooled = pooled.reshape(N_ORIENTATIONS, N_BINS, n_y, N_BINS, n_x)
-    descriptors = pooled.transpose(2, 4, 1, 3, 0).reshape(n_y * n_x, N_BINS * N_BINS * N_ORIENTATIONS)
+    planes = orientation_planes(plane, params)  # (8, H, W)
+    along_y = pool(planes.transpose(1, 0, 2), params)  # (4 row bins, n_y, 8, W)
+    pooled = pool(along_y.transpose(3, 0, 1, 2), params)  # (4 column bins, n_x, 4 row bins, n_y, 8)
+    n_x, n_y = pooled.shape[1], pooled.shape[3]
+    descriptors = pooled.transpose(3, 1, 2, 0, 4).reshape(n_y * n_x, N_BINS * N_BINS * N_ORIENTATIONS)
     return normalise(descriptors, params.clip)
 
 
