@@ -127,18 +127,28 @@ def _cpu_flags() -> set[str]:
     return set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
 
 
+def numpy_dispatched() -> list[str]:
+    """The CPU features numpy's SIMD code is dispatched on (disabling them all leaves its baseline)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__
+    except ImportError:  # numpy 1
+        from numpy.core._multiarray_umath import __cpu_dispatch__
+    return list(__cpu_dispatch__)
+
+
 def test_descriptors_are_the_same_bits_whatever_the_cpu_offers(tmp_path):
-    """The CPU a job runs on chooses OpenBLAS's kernel and OpenCV's SIMD and IPP code; here this
-    machine plays older CPUs (OPENBLAS_CORETYPE, OPENCV_CPU_DISABLE), and every kind's
-    descriptors of real photos must keep their bits."""
+    """The CPU a job runs on chooses OpenBLAS's kernel and the SIMD code of OpenCV and numpy; here
+    this machine plays older CPUs (OPENBLAS_CORETYPE, OPENCV_CPU_DISABLE, NPY_DISABLE_CPU_FEATURES),
+    and every kind's descriptors of real photos must keep their bits."""
     if not {"avx", "avx2", "fma"} <= _cpu_flags():
         pytest.skip("needs an x86-64 CPU with AVX2 to play CPUs with and without it")
     photos = tmp_path / "photos.npy"
     np.save(photos, np.stack([rgb[:160, :160] for rgb in stored_photos(6)]))
     settings = {"this CPU": {}, "Haswell kernel": {"OPENBLAS_CORETYPE": "Haswell"},
                 "Sandybridge kernel": {"OPENBLAS_CORETYPE": "Sandybridge"},
-                "SSE3 kernel, OpenCV without AVX": {"OPENBLAS_CORETYPE": "Prescott",
-                                                    "OPENCV_CPU_DISABLE": "AVX512_SKX,AVX2,FMA3,AVX"}}
+                "SSE3 kernel, OpenCV without AVX, numpy without AVX2": {
+                    "OPENBLAS_CORETYPE": "Prescott", "OPENCV_CPU_DISABLE": "AVX512_SKX,AVX2,FMA3,AVX",
+                    "NPY_DISABLE_CPU_FEATURES": " ".join(numpy_dispatched())}}
     digests = {}
     for name, variables in settings.items():
         env = {**os.environ, **variables, "OPENBLAS_NUM_THREADS": "1",
