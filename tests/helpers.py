@@ -76,6 +76,15 @@ def require_shared(path: Path = REAL) -> Path:
     return path
 
 
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (/proc/cpuinfo), to know which other CPUs this one can play."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return set()
+    return set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+
+
 def bsds_photos(n: int | None = None) -> list[Path]:
     photos = sorted(require_shared(REAL_IMAGES / "bsds500" / "train").glob("*.jpg"))
     return photos[:n] if n else photos

@@ -16,7 +16,7 @@ from annobench.images.decode import DecodeLimits, decode_image
 from annobench.images.resize import resize_area
 from annobench.visual import bow
 from annobench.visual.dsift import DsiftParams, describe
-from helpers import bsds_photos
+from helpers import bsds_photos, cpu_flags
 
 
 def real_descriptors(n_photos: int, kind: str = "sift") -> np.ndarray:
@@ -330,18 +330,10 @@ np.savez(sys.argv[2], codebook=codebook, words=WordAssigner(codebook)(sample), p
 """
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return set()
-    return set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
-
-
 def test_codebook_and_words_are_the_same_bytes_under_other_blas_kernels(tmp_path):
     # OpenBLAS picks its kernel by CPU; OPENBLAS_CORETYPE makes this machine use another
     # CPU's. Their float32 products differ in the last bits, which must change no word.
-    if not {"avx", "avx2", "fma"} <= _cpu_flags():
+    if not {"avx", "avx2", "fma"} <= cpu_flags():
         pytest.skip("needs an x86-64 CPU with AVX2 to run OpenBLAS's Haswell and Sandybridge kernels")
     np.save(tmp_path / "sample.npy", real_descriptors(12, "opponentsift"))
     runs = {}

@@ -18,7 +18,7 @@ from annobench.images.decode import DecodeLimits, decode_image
 from annobench.images.resize import resize_area
 from annobench.visual import dsift
 from annobench.visual.dsift import KINDS, DsiftParams, channels, describe, grid
-from helpers import bsds_photos
+from helpers import bsds_photos, cpu_flags
 
 LIMITS = DecodeLimits(10**8, 32, 32)
 # OpenCV describes given keypoints on its first pyramid level: the image blurred
@@ -119,14 +119,6 @@ print(digest.hexdigest())
 """
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return set()
-    return set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
-
-
 def numpy_dispatched() -> list[str]:
     """The CPU features numpy's SIMD code is dispatched on (disabling them all leaves its baseline)."""
     try:
@@ -140,7 +132,7 @@ def test_descriptors_are_the_same_bits_whatever_the_cpu_offers(tmp_path):
     """The CPU a job runs on chooses OpenBLAS's kernel and the SIMD code of OpenCV and numpy; here
     this machine plays older CPUs (OPENBLAS_CORETYPE, OPENCV_CPU_DISABLE, NPY_DISABLE_CPU_FEATURES),
     and every kind's descriptors of real photos must keep their bits."""
-    if not {"avx", "avx2", "fma"} <= _cpu_flags():
+    if not {"avx", "avx2", "fma"} <= cpu_flags():
         pytest.skip("needs an x86-64 CPU with AVX2 to play CPUs with and without it")
     photos = tmp_path / "photos.npy"
     np.save(photos, np.stack([rgb[:160, :160] for rgb in stored_photos(6)]))
