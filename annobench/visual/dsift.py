@@ -17,10 +17,10 @@ of all grid points is two passes per plane, along y then along x.
 The same image gives the same bits on every machine: OpenCV's blur and
 gradient angles run its baseline code (`opencv_baseline`), and the pooling
 adds its terms in a fixed order with numpy's elementwise operations, each
-rounded alone. It was two matrix products, whose sums BLAS splits and fuses
-by the CPU's kernel: OpenBLAS's Haswell, SkylakeX and Sandybridge kernels
-gave three different sets of descriptors of the same photos, and OpenCV
-with and without AVX2 two more.
+rounded alone. Two matrix products would be cheaper to write, but BLAS
+splits and fuses their sums by the CPU's kernel: OpenBLAS's Haswell,
+SkylakeX and Sandybridge kernels give three different sets of descriptors
+of the same photos, as OpenCV's AVX2 and baseline paths give two.
 """
 
 from __future__ import annotations
