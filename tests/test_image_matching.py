@@ -19,7 +19,6 @@ from annobench.text.features import (
     _normalised_or_none,
     _written_forms,
     not_found_reason,
-    occurrences,
     page_words,
 )
 from annobench.text.stage import extract_text, read_mapping
@@ -39,7 +38,7 @@ def read_markup(tmp_path: Path, markup: str, name: str = "page.html"):
 
 def found(page, img_src: str):
     words = page_words(page, PARAMS)
-    return words, occurrences(words, img_src, page_base(page, ""))
+    return words, ImageAddresses(words.images, page_base(page, "")).occurrences(img_src)
 
 
 def words_before(words, element) -> list[str]:

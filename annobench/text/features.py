@@ -135,12 +135,6 @@ def page_words(page: Page, params: TextParams) -> PageWords:
     )
 
 
-def occurrences(words: PageWords, img_src: str, base: str) -> list[ImageElement]:
-    """The <img> elements of the page that show `img_src`: as written, HTML-unescaped (an
-    address copied from the HTML source keeps its `&amp;`), each also resolved against `base`."""
-    return ImageAddresses(words.images, base).occurrences(img_src)
-
-
 class ImageAddresses:
     """Every address of a page's <img> elements, as written and resolved against the page's base,
     indexed once: finding each mapped image of the page is then a lookup, not a pass that resolves
@@ -158,7 +152,8 @@ class ImageAddresses:
                     self.resolved[normalised].append(index)
 
     def occurrences(self, img_src: str) -> list[ImageElement]:
-        """The elements that show `img_src` (see `occurrences`), in document order."""
+        """The elements that show `img_src`, in document order: as written, HTML-unescaped (an
+        address copied from the HTML source keeps its `&amp;`), each also resolved against the base."""
         forms = _written_forms(img_src)
         resolved = {_normalised_or_none(form, self.base) for form in forms} - {None}
         hits = {index for form in forms for index in self.written.get(form, ())}
@@ -182,7 +177,7 @@ def _normalised_or_none(url: str, base: str) -> str | None:
 
 
 def not_found_reason(img_src: str, base: str) -> str:
-    """The rejects reason when `occurrences` found nothing: which forms were looked for, where."""
+    """The rejects reason when `ImageAddresses.occurrences` found nothing: which forms were looked for, where."""
     forms = _written_forms(img_src)
     tried = ["as written"] + [f'HTML-unescaped "{form}"' for form in forms[1:]]
     resolved = [_normalised_or_none(form, base) for form in forms]
