@@ -80,7 +80,8 @@ def labelled_rows(outs: dict[str, Path]) -> list[dict]:
         key = tuple(label[k] for k in ("collection", "page_id", "image_id", "kind", "text_sha256"))
         if key not in rows:
             sys.exit(f"a labelled row is not in the builds (changed text?): {key}")
-        joined.append({**measures(rows[key]), "collection": label["collection"], "caption": label["label"] == "caption"})
+        joined.append({**measures(rows[key]), "collection": label["collection"],
+                       "caption": label["label"] == "caption"})
     return joined
 
 
@@ -110,7 +111,8 @@ def conditions(rows: list[dict]) -> list[tuple[str, np.ndarray]]:
         if len(distinct) > THRESHOLDS:
             distinct = np.unique(np.quantile(values, np.linspace(0, 1, THRESHOLDS)))
         for threshold in distinct:
-            found += [(f"{name} >= {threshold:.3g}", values >= threshold), (f"{name} <= {threshold:.3g}", values <= threshold)]
+            found += [(f"{name} >= {threshold:.3g}", values >= threshold),
+                      (f"{name} <= {threshold:.3g}", values <= threshold)]
     for kind in ("alt", "title", "caption", "filename"):
         found.append((f"kind is not {kind}", np.array([row["kind"] != kind for row in rows])))
     return found
