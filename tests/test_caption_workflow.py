@@ -7,6 +7,7 @@ evaluations, leaderboard, browser, card, Croissant, and the same bytes at --core
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import annobench
 from annobench.benchmark.illustration.queries import query_id
-from helpers import copy_build, java_available, run_snakemake, tree_bytes
+from helpers import copy_build, cpu_flags, java_available, run_snakemake, tree_bytes
 
 
 CAPTION_OUTPUTS = ("tables/captions", "tables/caption_scores", "tables/caption_leaderboard")
@@ -205,3 +207,37 @@ def test_msrc_caption_and_illustration_outputs_are_the_same_bytes_on_one_core(ms
     after = {k: v for k, v in tree_bytes(out).items() if k.startswith(wanted)}
     assert sorted(after) == sorted(before)
     assert [k for k in before if before[k] != after[k]] == []
+
+
+CONSENSUS_RUN = """
+import hashlib, sys
+from pathlib import Path
+from annobench.benchmark.captions.baselines import NgramSpace, consensus_captions
+from annobench.benchmark.captions.stage import neighbour_lists, references_from_table
+from annobench.benchmark.splits import split_ids
+out = Path(sys.argv[1])
+train = set(split_ids(str(out / "tables/splits/all.parquet"), "train"))
+references = references_from_table(str(out / "tables/captions/all.parquet"), train)
+texts = {image_id: references.texts(image_id) for image_id in references.images}
+space, digest = NgramSpace(texts), hashlib.sha256()
+for path in sorted((out / "work/neighbours").glob("*.parquet")):
+    run = consensus_captions(neighbour_lists(str(path)), texts, 10, space)
+    digest.update("".join(f"{i} {run[i].source_image} {run[i].reference}\\n" for i in sorted(run)).encode())
+print(digest.hexdigest())
+"""
+
+
+def test_consensus_runs_are_the_same_under_other_blas_kernels(msrc_build):
+    """Consensus candidates often tie; BLAS's sums (its kernel is the CPU's) once chose between them.
+    Every feature's consensus run of the MSRC-v2 build, under three kernels: one answer."""
+    needs_captions(msrc_build)
+    if not {"avx", "avx2", "fma"} <= cpu_flags():
+        pytest.skip("needs an x86-64 CPU with AVX2 to run OpenBLAS's Haswell, Sandybridge and SSE3 kernels")
+    digests = {}
+    for kernel in ("Haswell", "Sandybridge", "Prescott"):
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "OPENBLAS_NUM_THREADS": "1",
+               "PYTHONPATH": str(Path(annobench.__file__).parents[1])}
+        done = subprocess.run([sys.executable, "-c", CONSENSUS_RUN, str(msrc_build)], env=env, capture_output=True,
+                              text=True, check=True)
+        digests[kernel] = done.stdout.strip()
+    assert len(set(digests.values())) == 1, digests

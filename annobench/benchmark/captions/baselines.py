@@ -77,7 +77,7 @@ class NgramSpace:
             items = sorted((vocabulary[gram], times) for gram, times in count.items())
             columns = [column for column, _ in items]
             weights = np.array([times for _, times in items], dtype=np.float64) * idf[columns]
-            norm = float(np.sqrt(np.dot(weights, weights)))
+            norm = math.sqrt(math.fsum(weights * weights))  # not a BLAS dot: its sum's order is the CPU's
             indices.extend(columns)
             values.extend((weights / norm).tolist() if norm > 0 else [0.0] * len(columns))
             indptr.append(len(indices))
@@ -117,7 +117,9 @@ def consensus_captions(neighbour_lists: Mapping[str, Sequence[str]], references:
         if not candidates:
             continue
         similarity = space.similarities(candidates)
-        agreement = (similarity.sum(axis=1) - np.diag(similarity)) / max(len(candidates) - 1, 1)
+        # Exactly rounded sums, the same on every CPU: candidates often tie (the same reference
+        # twice, or two that agree with the rest alike), and a last bit must not choose between them.
+        agreement = np.array([math.fsum(row) - row[k] for k, row in enumerate(similarity)]) / max(len(candidates) - 1, 1)
         best = int(np.argmax(agreement))  # the first maximum: the nearer neighbour, the lower number
         source, number = candidates[best]
         run[image_id] = TransferredCaption(references[source][number - 1], source, number)
