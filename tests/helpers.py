@@ -76,13 +76,26 @@ def require_shared(path: Path = REAL) -> Path:
     return path
 
 
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (/proc/cpuinfo), to know which other CPUs this one can play."""
+def can_play_other_cpus() -> None:
+    """Skips, saying why, unless this CPU has AVX2: then it can run OpenBLAS's Haswell,
+    Sandybridge and SSE3 kernels and turn off the SIMD code OpenCV and numpy choose."""
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        return set()
-    return set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+        lines = []
+    flags = set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+    if not {"avx", "avx2", "fma"} <= flags:
+        pytest.skip("needs an x86-64 CPU with AVX2 to play CPUs with and without it")
+
+
+def python_as_cpu(code: str, *args: str, **variables: str) -> str:
+    """The output of `python -c code args` with this checkout's annobench, one BLAS thread and the
+    environment `variables` that make this machine play another CPU (OPENBLAS_CORETYPE,
+    OPENCV_CPU_DISABLE, NPY_DISABLE_CPU_FEATURES)."""
+    env = {**os.environ, **variables, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
 
 
 def bsds_photos(n: int | None = None) -> list[Path]:

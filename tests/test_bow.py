@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +12,7 @@ from annobench.images.decode import DecodeLimits, decode_image
 from annobench.images.resize import resize_area
 from annobench.visual import bow
 from annobench.visual.dsift import DsiftParams, describe
-from helpers import bsds_photos, cpu_flags
+from helpers import bsds_photos, can_play_other_cpus, python_as_cpu
 
 
 def real_descriptors(n_photos: int, kind: str = "sift") -> np.ndarray:
@@ -333,15 +329,11 @@ np.savez(sys.argv[2], codebook=codebook, words=WordAssigner(codebook)(sample), p
 def test_codebook_and_words_are_the_same_bytes_under_other_blas_kernels(tmp_path):
     # OpenBLAS picks its kernel by CPU; OPENBLAS_CORETYPE makes this machine use another
     # CPU's. Their float32 products differ in the last bits, which must change no word.
-    if not {"avx", "avx2", "fma"} <= cpu_flags():
-        pytest.skip("needs an x86-64 CPU with AVX2 to run OpenBLAS's Haswell and Sandybridge kernels")
+    can_play_other_cpus()
     np.save(tmp_path / "sample.npy", real_descriptors(12, "opponentsift"))
     runs = {}
     for kernel in ("Haswell", "Sandybridge"):
-        env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "OPENBLAS_NUM_THREADS": "1",
-               "PYTHONPATH": str(Path(bow.__file__).parents[1])}
-        subprocess.run([sys.executable, "-c", BLAS_KERNEL_RUN, str(tmp_path / "sample.npy"), str(tmp_path / kernel)],
-                       env=env, check=True)
+        python_as_cpu(BLAS_KERNEL_RUN, str(tmp_path / "sample.npy"), str(tmp_path / kernel), OPENBLAS_CORETYPE=kernel)
         runs[kernel] = np.load(tmp_path / f"{kernel}.npz")
     haswell, sandybridge = runs["Haswell"], runs["Sandybridge"]
     if haswell["product"].tobytes() == sandybridge["product"].tobytes():

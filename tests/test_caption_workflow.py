@@ -7,7 +7,6 @@ evaluations, leaderboard, browser, card, Croissant, and the same bytes at --core
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +15,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-import annobench
 from annobench.benchmark.illustration.queries import query_id
-from helpers import copy_build, cpu_flags, java_available, run_snakemake, tree_bytes
+from helpers import can_play_other_cpus, copy_build, java_available, python_as_cpu, run_snakemake, tree_bytes
 
 
 CAPTION_OUTPUTS = ("tables/captions", "tables/caption_scores", "tables/caption_leaderboard")
@@ -231,13 +229,7 @@ def test_consensus_runs_are_the_same_under_other_blas_kernels(msrc_build):
     """Consensus candidates often tie; BLAS's sums (its kernel is the CPU's) once chose between them.
     Every feature's consensus run of the MSRC-v2 build, under three kernels: one answer."""
     needs_captions(msrc_build)
-    if not {"avx", "avx2", "fma"} <= cpu_flags():
-        pytest.skip("needs an x86-64 CPU with AVX2 to run OpenBLAS's Haswell, Sandybridge and SSE3 kernels")
-    digests = {}
-    for kernel in ("Haswell", "Sandybridge", "Prescott"):
-        env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "OPENBLAS_NUM_THREADS": "1",
-               "PYTHONPATH": str(Path(annobench.__file__).parents[1])}
-        done = subprocess.run([sys.executable, "-c", CONSENSUS_RUN, str(msrc_build)], env=env, capture_output=True,
-                              text=True, check=True)
-        digests[kernel] = done.stdout.strip()
+    can_play_other_cpus()
+    digests = {kernel: python_as_cpu(CONSENSUS_RUN, str(msrc_build), OPENBLAS_CORETYPE=kernel)
+               for kernel in ("Haswell", "Sandybridge", "Prescott")}
     assert len(set(digests.values())) == 1, digests

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -16,9 +12,8 @@ import pytest
 from annobench.cli import main
 from annobench.images.decode import DecodeLimits, decode_image
 from annobench.images.resize import resize_area
-from annobench.visual import dsift
 from annobench.visual.dsift import KINDS, DsiftParams, channels, describe, grid
-from helpers import bsds_photos, cpu_flags
+from helpers import bsds_photos, can_play_other_cpus, python_as_cpu
 
 LIMITS = DecodeLimits(10**8, 32, 32)
 # OpenCV describes given keypoints on its first pyramid level: the image blurred
@@ -132,8 +127,7 @@ def test_descriptors_are_the_same_bits_whatever_the_cpu_offers(tmp_path):
     """The CPU a job runs on chooses OpenBLAS's kernel and the SIMD code of OpenCV and numpy; here
     this machine plays older CPUs (OPENBLAS_CORETYPE, OPENCV_CPU_DISABLE, NPY_DISABLE_CPU_FEATURES),
     and every kind's descriptors of real photos must keep their bits."""
-    if not {"avx", "avx2", "fma"} <= cpu_flags():
-        pytest.skip("needs an x86-64 CPU with AVX2 to play CPUs with and without it")
+    can_play_other_cpus()
     photos = tmp_path / "photos.npy"
     np.save(photos, np.stack([rgb[:160, :160] for rgb in stored_photos(6)]))
     settings = {"this CPU": {}, "Haswell kernel": {"OPENBLAS_CORETYPE": "Haswell"},
@@ -141,11 +135,5 @@ def test_descriptors_are_the_same_bits_whatever_the_cpu_offers(tmp_path):
                 "SSE3 kernel, OpenCV without AVX, numpy without AVX2": {
                     "OPENBLAS_CORETYPE": "Prescott", "OPENCV_CPU_DISABLE": "AVX512_SKX,AVX2,FMA3,AVX",
                     "NPY_DISABLE_CPU_FEATURES": " ".join(numpy_dispatched())}}
-    digests = {}
-    for name, variables in settings.items():
-        env = {**os.environ, **variables, "OPENBLAS_NUM_THREADS": "1",
-               "PYTHONPATH": str(Path(dsift.__file__).parents[2])}
-        done = subprocess.run([sys.executable, "-c", DESCRIBE_RUN, str(photos)], env=env, capture_output=True,
-                              text=True, check=True)
-        digests[name] = done.stdout.strip()
+    digests = {name: python_as_cpu(DESCRIBE_RUN, str(photos), **variables) for name, variables in settings.items()}
     assert len(set(digests.values())) == 1, digests
