@@ -1,6 +1,7 @@
 """The default caption filter of page_captions (text.captions): what the build knows beyond the
-words (the image's size, its file name, repetition over the whole collection), unit by unit on
-small inputs, then measured on rows of the shared pages labelled by hand (tests/data/README.md)."""
+words (the image's size, its file name, where the page puts the text, repetition over the whole
+collection), unit by unit on small inputs, then measured on rows of the shared pages labelled by
+hand (tests/data/README.md): those its tests were tuned on, and rows held out from the tuning."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from annobench.text.captions import CaptionFilter, caption_row, filter_row, imag
 from annobench.text.stage import SCHEMAS, collection_counts, filter_captions
 
 LABELS = Path(__file__).parent / "data" / "caption_labels.csv"
-# Measured on the labels (tests/data/README.md), with the defaults: the floors this test keeps.
-# Issue 39 asks for 0.9 and 0.9; the precision falls short on the news pages' headlines and
-# navigation labels, which nothing but the words tells from descriptions.
-MIN_PRECISION = 0.65
-MIN_RECALL = 0.9
+HELD_OUT = Path(__file__).parent / "data" / "caption_labels_heldout.csv"
+# The floors these tests keep, with the defaults (measured: docs/tables.md). On the tuning labels,
+# what a caption-set builder asks: 0.9 and 0.9. On the held-out rows, what the filter reaches: their
+# news pages' kept non-captions are mostly headlines no link or heading of the page repeats.
+MIN_PRECISION, MIN_RECALL = 0.9, 0.9
+MIN_HELD_OUT_PRECISION, MIN_HELD_OUT_RECALL = 0.45, 0.9
 
 
 # ---------------------------------------------------------------- file names
@@ -44,6 +46,37 @@ def test_rendered_drawings_camel_case_and_furniture_in_file_names():
     assert not image_file("iconic_bridge.jpg").furniture  # words, not parts of words
     assert image_file("data:image/png;base64,iVBORw0KGgo=") == image_file("")
     assert image_file("http://[broken/x.png").key == ""
+
+
+def test_names_a_content_management_system_generated():
+    for src in ("Photo/_new/g-cvr-130516-kepler-7a.thumb-m.jpg", "2013/03/desk-jobs-w-200x100.jpg",
+                "profile-images/upe2_tn_3170-profile-image.jpg", "9A51CA19-B262-4523-8850-8BFBB15792D5_w113.jpg",
+                "uci-stock-default.jpg"):
+        assert image_file(src).generated, src
+    for src in ("Eleanor_Rigby_Statue.jpg", "Eiffel_Tower_2011.jpg", "Apollo_11_crew.jpg", "A_Hard_Day's_Night.jpg",
+                "1st_Battalion.jpg", "The_1960s_in_music.jpg"):
+        assert not image_file(src).generated, src
+    # A year run into the next word of a CamelCase name is a word boundary, not a code.
+    greatest = image_file("I/m/RayCharlesGreatestHits_1962ABC.jpg")
+    assert greatest.words == "Ray Charles Greatest Hits 1962 ABC" and not greatest.generated
+    assert image_file("You_Don%27t_Know_Me_cover_art.jpg").words == "You Don't Know Me cover art"
+    generated = "g-cvr-130516-kepler-7a.thumb-m.jpg"
+    assert judged("filename", "g cvr 130516 kepler 7a thumb m", src=generated)["reason"] in ("few words",
+                                                                                              "generated file name")
+    assert judged("filename", "desk jobs w", src="desk-jobs-w.jpg")["reason"] == "generated file name"
+    assert judged("alt", "This artist rendition shows the Kepler space telescope", src=generated)["keep"]
+
+
+def test_headlines_teasers_and_navigation_are_dropped_with_their_reason():
+    def placed(kind: str, text: str, **where) -> dict:
+        return filter_row(caption_row("i", "p", kind, text, 1, (400, 300), **where), 1, 1, 1, CaptionFilter())
+
+    assert placed("alt", "Oracle Gobbles Up Ex-Amazon Cloud Czar", headline=True)["reason"] == "headline"
+    assert placed("title", "Jack Shafer", headline=True)["keep"]  # a portrait titled with the name it links to
+    assert placed("title", "Jack Shafer Reads the Papers", headline=True)["reason"] == "headline"
+    assert placed("caption", "17 May 2013 Ecology Bioweapon-Armed Ladybugs", teaser=True)["reason"] == "teaser"
+    assert placed("alt", "Senate Floor", section_link=True)["reason"] == "navigation link"
+    assert placed("alt", "A man rides in his horse-driven cart")["keep"]
 
 
 # ---------------------------------------------------------------- the rules
@@ -111,8 +144,8 @@ def test_repetition_over_the_collection_counts_pages_and_files():
 
 # ---------------------------------------------------------------- measured on the labels
 
-def read_labels() -> list[dict]:
-    with open(LABELS, encoding="utf-8") as handle:
+def read_labels(path: Path = LABELS) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
         return list(csv.DictReader(line for line in handle if not line.startswith("#")))
 
 
@@ -138,9 +171,23 @@ def test_the_labels_cover_every_kind_kept_and_dropped():
 
 
 def test_kept_captions_on_the_labelled_rows_of_the_real_pages(kiwix_build, popular_text_build):
-    builds = {"kiwix_wikipedia": kiwix_build, "dataset_popular": popular_text_build}
+    precision, recall = labelled_scores({"kiwix_wikipedia": kiwix_build, "dataset_popular": popular_text_build},
+                                        read_labels())
+    assert precision >= MIN_PRECISION and recall >= MIN_RECALL, (precision, recall)
+
+
+def test_kept_captions_on_rows_held_out_from_the_tuning(kiwix_build, popular_text_build):
+    labels = read_labels(HELD_OUT)
+    assert len(labels) >= 70 and not {label["text_sha256"] for label in labels} & \
+        {label["text_sha256"] for label in read_labels()}
+    precision, recall = labelled_scores({"kiwix_wikipedia": kiwix_build, "dataset_popular": popular_text_build},
+                                        labels)
+    assert precision >= MIN_HELD_OUT_PRECISION and recall >= MIN_HELD_OUT_RECALL, (precision, recall)
+
+
+def labelled_scores(builds: dict[str, Path], labels: list[dict]) -> tuple[float, float]:
+    """Precision of the kept rows and recall of the captions among the labelled rows of the builds."""
     rows = build_rows(builds)
-    labels = read_labels()
     missing = [label for label in labels if tuple(label[k] for k in ("collection", "page_id", "image_id", "kind",
                                                                      "text_sha256")) not in rows]
     assert not missing, f"{len(missing)} labelled rows are not in the builds (changed text? label them again): " \
@@ -149,9 +196,8 @@ def test_kept_captions_on_the_labelled_rows_of_the_real_pages(kiwix_build, popul
                     label["label"] == "caption") for label in labels]
     kept = [is_caption for row, is_caption in judged_rows if row["keep"]]
     captions = [row["keep"] for row, is_caption in judged_rows if is_caption]
-    precision, recall = sum(kept) / len(kept), sum(captions) / len(captions)
     assert {row["keep"] for row, _ in judged_rows} == {True, False}
-    assert precision >= MIN_PRECISION and recall >= MIN_RECALL, (precision, recall)
+    return sum(kept) / len(kept), sum(captions) / len(captions)
 
 
 def test_no_kept_caption_is_of_an_image_the_dataset_does_not_hold(kiwix_build, popular_text_build):

@@ -7,7 +7,14 @@ from pathlib import Path
 from lxml import etree
 
 from annobench.sources.pages import PageLimits
-from annobench.text.captions import CaptionFilter, caption_row, enclosing_caption, filename_words, filter_row
+from annobench.text.captions import (
+    CaptionFilter,
+    caption_row,
+    enclosing_caption,
+    filename_words,
+    filter_row,
+    links_to_section,
+)
 from annobench.text.features import TextParams
 from annobench.text.page_map import derive_mapping
 from annobench.text.stage import MappingRow, extract_text
@@ -136,3 +143,50 @@ def test_caption_work_files_are_written_with_the_other_text_tables(tmp_path: Pat
     assert not (tmp_path / "tables" / "page_captions").exists()  # written from every shard's, by page_captions_job
     kept = [row for row in result.page_captions() if row["keep"]]
     assert kept and all(row["reason"] is None for row in kept)
+
+
+def test_where_a_news_page_puts_a_text_drops_teasers_headlines_and_navigation():
+    # www.sciencemag.org: <div class="cn-img"><img alt="Bioweapon-Armed Ladybugs" src=".../RT_sci_may17_
+    # Vilcinskas.jpg"></div><div class="cn-caption"><div>17 May 2013</div><div>Ecology</div><h3><a ...>
+    # Bioweapon-Armed Ladybugs</a></h3><p>Invasive harlequin ...</p></div>: a teaser block, not a caption.
+    science = captions_of("dataset_popular", "www.sciencemag.org/www.sciencemag.org/index.html")
+    ladybugs = science["www.sciencemag.org__www.sciencemag.org__site__icons_shared__rotator__RT_sci_may17_Vilcinskas.jpg"]
+    assert [row[0] for row in ladybugs] == ["alt", "caption", "filename"]
+    assert ladybugs[1][-2:] == (False, "teaser")
+    assert ladybugs[0][-2:] == (True, None)  # the headline's 2 words, under min_headline_words: a name, maybe
+    assert ladybugs[2][-1] == "generated file name"  # "RT sci may17 Vilcinskas": may17 is a code
+    # www.wired.com: <a href="http://www.wired.com/wiredenterprise/2013/03/oracle-nimbula/"><img alt="Oracle
+    # Gobbles Up Ex-Amazon Cloud Czar" ...></a>, then the same words as the story's link.
+    wired = captions_of("dataset_popular", "www.wired.com/www.wired.com/index.html")
+    oracle = [row for rows in wired.values() for row in rows if row[1] == "Oracle Gobbles Up Ex-Amazon Cloud Czar"]
+    assert "alt" in {row[0] for row in oracle} and {row[-2:] for row in oracle} == {(False, "headline")}
+    # www.senate.gov: <a href="http://www.senate.gov/floor/index.htm"><img alt="Senate Floor" ...></a>.
+    senate = captions_of("dataset_popular", "www.senate.gov/www.senate.gov/index.html")
+    floor = senate["www.senate.gov__www.senate.gov__resources__images__home__uss_img_floor_off.gif"]
+    assert floor[0][:2] == ("alt", "Senate Floor") and floor[0][-1] == "navigation link"
+
+
+def test_an_image_the_mapping_names_twice_on_a_page_has_one_row_per_text():
+    # www.wired.com names TheBridgeScreenshot5-200x100.jpg both relatively and absolutely: two mapping
+    # rows, the same <img>.
+    folder = require_shared(PAGES / "dataset_popular")
+    page_id = "www.wired.com/www.wired.com/index.html"
+    rows = sorted({MappingRow(*row) for row in derive_mapping(folder).mapping if row[1] == page_id})
+    image_ids = [row.image_id for row in rows]
+    assert len(image_ids) > len(set(image_ids))
+    captions = extract_text(rows, folder, TextParams(), PageLimits(), log=lambda line: None).page_captions()
+    keys = [(row["image_id"], row["kind"], row["text"]) for row in captions]
+    assert len(keys) == len(set(keys)) > 0
+
+
+def test_links_to_a_site_home_or_section_are_navigation():
+    web = "http://www.example.org/news/2013/05/story.html"
+    for href in ("/", "http://www.example.org/floor/index.htm", "/engage", "../../../index.html",
+                 "http://membercentral.example.net/?campaign=x"):
+        assert links_to_section(href, web), href
+    for href in ("", "#top", "/news/2013/05/other-story.html", "/authors/jack-shafer", "javascript:void(0)",
+                 "mailto:desk@example.org", "/2013/story"):
+        assert not links_to_section(href, web), href
+    saved = "file:///www.example.org/www.example.org/index.html"  # a saved page: relative links as written
+    assert links_to_section("index.html", saved) and links_to_section("floor", saved)
+    assert not links_to_section("news/story-1.html", saved)

@@ -26,6 +26,8 @@ class ImageElement:
     # Attributes of the <source>s of the <picture> it is in: alternatives of this same image.
     picture_sources: list[dict[str, str]] = field(default_factory=list)
     caption: str = ""  # the caption element around it (text.captions), where the text stage looked
+    caption_heading: bool = False  # that caption element holds a heading (a story's teaser block)
+    link: str = ""  # the href of the link it is in, as written
 
 
 def page_images(page: Page) -> list[ImageElement]:

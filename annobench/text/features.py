@@ -27,7 +27,7 @@ from lxml import etree
 
 from annobench.sources.page_images import ImageElement, candidate_urls, normalise_url, picture_sources
 from annobench.sources.pages import Page
-from annobench.text.captions import enclosing_caption
+from annobench.text.captions import caption_element, holds_heading, link_of, shown_form, text_of
 
 # Letters and digits of any script; underscores and punctuation separate words.
 WORD = re.compile(r"[^\W_]+")
@@ -82,6 +82,7 @@ class PageWords:
     factors: np.ndarray
     title_words: np.ndarray  # positions of the words inside <title>
     images: list[ImageElement] = field(default_factory=list)
+    link_texts: frozenset[str] = frozenset()  # what the page's links and headings say (`shown_form`)
 
 
 def terms_of(text: str, params: TextParams) -> list[str]:
@@ -95,9 +96,10 @@ def terms_of(text: str, params: TextParams) -> list[str]:
 
 
 def page_words(page: Page, params: TextParams) -> PageWords:
-    """All words of the page in document order with their DOM factors, and its <img> elements."""
+    """All words of the page in document order with their DOM factors, its <img> elements, and the
+    texts of its links and headings."""
     vocabulary: dict[str, int] = {}
-    ids, factors, titles, images = [], [], [], []
+    ids, factors, titles, images, link_texts = [], [], [], [], set()
     context = {"title": 0, "heading": 0, "anchor": 0}
 
     def add(text: str | None) -> None:
@@ -118,9 +120,10 @@ def page_words(page: Page, params: TextParams) -> PageWords:
         if event == "start":
             if kind:
                 context[kind] += 1
+                if kind != "title":
+                    link_texts.add(shown_form("".join(element.itertext())))
             if tag == "img":
-                images.append(ImageElement(len(ids), dict(element.attrib), picture_sources(element),
-                                           enclosing_caption(element)))
+                images.append(image_element(element, len(ids)))
             add(element.text)
         else:
             if kind:
@@ -132,7 +135,16 @@ def page_words(page: Page, params: TextParams) -> PageWords:
         factors=np.asarray(factors, dtype=np.float64),
         title_words=np.flatnonzero(np.asarray(titles, dtype=bool)),
         images=images,
+        link_texts=frozenset(link_texts),
     )
+
+
+def image_element(img: etree._Element, position: int) -> ImageElement:
+    """An <img> as the text stage keeps it: its attributes and alternatives, its caption, its link."""
+    caption = caption_element(img)
+    return ImageElement(position, dict(img.attrib), picture_sources(img),
+                        "" if caption is None else text_of(caption),
+                        holds_heading(caption), link_of(img))
 
 
 class ImageAddresses:

@@ -43,9 +43,11 @@ from annobench.text.captions import (
     caption_row,
     filter_row,
     image_file,
+    links_to_section,
     occurrence_captions,
     page_text_counts,
     page_texts,
+    shown_form,
 )
 from annobench.text.features import (
     ImageAddresses,
@@ -75,6 +77,10 @@ CANDIDATE_COLUMNS = [
     column("height", pa.int32(), "the image's height in pixels (images table)", nullable=True),
     column("drawing", pa.bool_(), "the file is a vector drawing (SVG), maybe served rendered (x.svg.png)"),
     column("furniture_file", pa.bool_(), "a word of the file name says page furniture (logo, icon, btn, nav, ...)"),
+    column("generated_file", pa.bool_(), "the file name is a content-management system's (rendition words, size marks, codes)"),
+    column("headline", pa.bool_(), "alt or title text that the page also shows as a link or heading"),
+    column("teaser", pa.bool_(), "caption element that holds a heading (a story's teaser block)"),
+    column("section_link", pa.bool_(), "the image links to a site's home or a top-level section"),
 ]
 
 SCHEMAS = {
@@ -314,13 +320,15 @@ def extract_text(
             tables["caption_texts"].extend(page_texts(page_id, words.images, _first_src))
         shared = page_text_counts(words.images)
         addresses: dict[str, ImageAddresses] = {}  # by the page's URL (the same for every row, as a rule)
+        shown: dict[str, tuple[MappingRow, str, dict[int, object]]] = {}  # image -> first row, base, elements
         for row in page_rows:
             if row.page_url not in addresses:
                 addresses[row.page_url] = ImageAddresses(words.images, page_base(page, row.page_url))
             base = addresses[row.page_url].base
             found = addresses[row.page_url].occurrences(row.img_src)
-            size = images.get(row.image_id) if images is not None else None
-            tables["caption_candidates"].extend(image_captions(row, found, shared, size))
+            # An image the mapping names twice on a page (two spellings of its address) has one
+            # caption row per kind and text: its occurrences are gathered first.
+            shown.setdefault(row.image_id, (row, base, {}))[2].update((id(element), element) for element in found)
             tables["image_urls"].append({
                 "image_id": row.image_id, "page_id": page_id, "img_src": row.img_src,
                 "url": _resolved(row.img_src, base), "occurrences": len(found),
@@ -334,6 +342,10 @@ def extract_text(
             for element in found:
                 for term, value in occurrence_scores(words, element, params).items():
                     image_scores[term] = image_scores.get(term, 0.0) + value
+        for image_id, (row, base, found) in shown.items():
+            size = images.get(image_id) if images is not None else None
+            tables["caption_candidates"].extend(
+                image_captions(row, list(found.values()), shared, size, words.link_texts, base))
         progress.step()
     terms_by_image = {}
     for image_id in sorted({r.image_id for r in kept}):
@@ -362,15 +374,21 @@ def _first_src(element) -> str:
     return urls[0] if urls else ""
 
 
-def image_captions(row: MappingRow, found: list, shared: Counter, size: tuple[int, int] | None) -> list[dict]:
-    """The caption candidates of one mapped image on its page: each kind's distinct texts over its occurrences."""
-    texts: dict[tuple[str, str], None] = {}
+def image_captions(row: MappingRow, found: list, shared: Counter, size: tuple[int, int] | None,
+                   link_texts: frozenset[str] = frozenset(), base: str = "") -> list[dict]:
+    """The caption candidates of one mapped image on its page: each kind's distinct texts over its
+    occurrences. `link_texts`: what the page's links and headings say; `base`: the page's address."""
+    texts: dict[tuple[str, str], dict[str, bool]] = {}
     for element in found:
+        section_link = links_to_section(element.link, base)
         for kind, text in occurrence_captions(element.attributes, element.caption, row.img_src).items():
-            texts[(kind, text)] = None
+            where = texts.setdefault((kind, text), {"teaser": False, "section_link": True})
+            where["teaser"] |= kind == "caption" and element.caption_heading
+            where["section_link"] &= section_link  # navigation wherever the page shows it
     file = image_file(row.img_src)
-    return [caption_row(row.image_id, row.page_id, kind, text, shared.get((kind, text), 1), size, file)
-            for kind, text in texts]
+    return [caption_row(row.image_id, row.page_id, kind, text, shared.get((kind, text), 1), size, file,
+                        headline=kind in ("alt", "title") and shown_form(text) in link_texts, **where)
+            for (kind, text), where in texts.items()]
 
 
 def _resolved(img_src: str, base: str) -> str | None:
