@@ -326,8 +326,8 @@ def extract_text(
                 addresses[row.page_url] = ImageAddresses(words.images, page_base(page, row.page_url))
             base = addresses[row.page_url].base
             found = addresses[row.page_url].occurrences(row.img_src)
-            # An image the mapping names twice on a page (two spellings of its address) has one
-            # caption row per kind and text: its occurrences are gathered first.
+            # An image the mapping names twice on a page (two spellings of its address) is scored and
+            # captioned once per <img>: its occurrences are gathered first.
             shown.setdefault(row.image_id, (row, base, {}))[2].update((id(element), element) for element in found)
             tables["image_urls"].append({
                 "image_id": row.image_id, "page_id": page_id, "img_src": row.img_src,
@@ -337,12 +337,12 @@ def extract_text(
                 tables["text_rejects"].append(
                     {"image_id": row.image_id, "page_id": page_id, "reason": not_found_reason(row.img_src, base)}
                 )
-                continue
-            image_scores = scores.setdefault(row.image_id, {})
-            for element in found:
-                for term, value in occurrence_scores(words, element, params).items():
-                    image_scores[term] = image_scores.get(term, 0.0) + value
         for image_id, (row, base, found) in shown.items():
+            if found:
+                image_scores = scores.setdefault(image_id, {})
+                for element in found.values():
+                    for term, value in occurrence_scores(words, element, params).items():
+                        image_scores[term] = image_scores.get(term, 0.0) + value
             size = images.get(image_id) if images is not None else None
             tables["caption_candidates"].extend(
                 image_captions(row, list(found.values()), shared, size, words.link_texts, base))
