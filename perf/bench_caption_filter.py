@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annobench.text.captions import CaptionFilter
+from annobench.text.captions import CaptionFilter, dropped_because
 from common import REPO, SHARED
 
 PAGES = SHARED / "data" / "real" / "pages"
@@ -39,6 +39,11 @@ HELD_OUT = REPO / "tests" / "data" / "caption_labels_heldout.csv"
 MEASURES = ("min_side", "max_side", "area", "aspect", "same_on_page", "text_pages", "text_images",
             "file_pages", "words", "word_share", "tokens", "capitalised")
 THRESHOLDS = 12  # quantiles tried per measure (every value where it has fewer)
+# The default filter with every threshold open: its tests of the words, the file name and the
+# page's structure alone, which the ceiling's rules are applied after.
+NO_THRESHOLDS = CaptionFilter(min_words=0, min_filename_words=0, max_words=10**9, min_word_share=0.0,
+                              max_same_on_page=10**9, min_image_side=0, max_image_aspect=float("inf"),
+                              max_pages=10**9, max_images=10**9)
 
 
 def build(collection: str, workdir: Path) -> Path:
@@ -93,10 +98,7 @@ def measures(row: dict) -> dict:
     tokens = row["text"].split()
     width, height = row["width"], row["height"]
     return {"keep": row["keep"], "kind": row["kind"],
-            # The filter's tests on the words, the file name and the page's structure, no threshold.
-            "passes_names": not (row["boilerplate"] or row["furniture_file"] or row["teaser"]
-                                 or row["section_link"] or (row["headline"] and row["words"] >= CaptionFilter().min_headline_words)
-                                 or (row["kind"] == "filename" and (row["drawing"] or row["generated_file"]))),
+            "passes_names": dropped_because(row, NO_THRESHOLDS) is None,
             "min_side": min(width, height), "max_side": max(width, height), "area": width * height,
             "aspect": max(width, height) / max(1, min(width, height)), "same_on_page": row["same_on_page"],
             "text_pages": row["text_pages"], "text_images": row["text_images"], "file_pages": row["file_pages"],
