@@ -375,7 +375,7 @@ def _first_src(element) -> str:
 
 
 def image_captions(row: MappingRow, found: list, shared: Counter, size: tuple[int, int] | None,
-                   link_texts: frozenset[str] = frozenset(), base: str = "") -> list[dict]:
+                   link_texts: frozenset[str], base: str) -> list[dict]:
     """The caption candidates of one mapped image on its page: each kind's distinct texts over its
     occurrences. `link_texts`: what the page's links and headings say; `base`: the page's address."""
     texts: dict[tuple[str, str], dict[str, bool]] = {}
