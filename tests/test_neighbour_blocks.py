@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from annobench.benchmark.neighbours.blocks import block_plan, merge_parts, search_part, shard_blocks
+from annobench.benchmark.neighbours.blocks import (block_plan, gather_queries, merge_parts, part_memory_mb, search_part,
+                                                  shard_blocks, vectors_shape)
 from annobench.benchmark.neighbours.stage import write_neighbours
 from helpers import REPO, copy_build, demo_sections, run_snakemake
 from test_workflow import planned_jobs
@@ -52,8 +53,14 @@ def blocked_table(paths, test, train, plan, tmp_path, name, search=None, test_or
     def tables(block):
         return [paths[shard] for shard in block]
 
-    rows = [[search_part(tables(t), tables(r), test, train, K, search or {}) for r in plan["training"]]
-            for t in plan["test"]]
+    def queries(number, block):  # as the workflow does: the test block's test vectors gathered once
+        gathered = tmp_path / f"{name}-queries-{number}.parquet"
+        gather_queries(tables(block), test, str(gathered))
+        return [str(gathered)]
+
+    gathered = [queries(number, block) for number, block in enumerate(plan["test"])]
+    rows = [[search_part(gathered[t], tables(r), test, train, K, search or {}) for r in plan["training"]]
+            for t in range(len(plan["test"]))]
     order = test_order or range(len(rows))
     out = tmp_path / f"{name}.parquet"
     write_neighbours(([rows[t] for t in order]), K, {"query_block": 1024, "reference_block": 8192}, str(out))
@@ -102,6 +109,21 @@ def test_parts_merge_into_the_bytes_of_one_search_and_brute_force(shards, tmp_pa
     table = pq.read_table(tmp_path / "blocks.parquet")
     assert dict(zip(table.column("image_id").to_pylist(), table.column("neighbours").to_pylist())) == \
         brute_force(paths, test, train)
+
+
+def test_gathered_test_vectors_give_each_part_the_table_of_its_test_blocks_shards(shards, tmp_path):
+    paths, vectors, ids = shards
+    test, train = split_sets(ids)
+    for number, block in enumerate(shard_blocks(SHARD_SIZES, 1)):  # shard 1 holds no image
+        tables = [paths[shard] for shard in block]
+        gathered = tmp_path / f"queries-{number}.parquet"
+        rows = gather_queries(tables, test, str(gathered))
+        in_order = [i for i in pq.read_table(tables[0]).column("image_id").to_pylist() if i in test]
+        assert pq.read_table(gathered).column("image_id").to_pylist() == in_order and rows == len(in_order)
+        assert vectors_shape(str(gathered)) == (len(in_order), 12)
+        assert search_part([str(gathered)], paths, test, train, K, {}) == search_part(tables, paths, test, train, K, {})
+    # A part declares the test vectors it holds, not its test block's images.
+    assert part_memory_mb(9_231, 5_000) < part_memory_mb(510_123, 5_000) // 10
 
 
 def test_ties_go_to_the_earlier_shard_across_training_blocks(shards):

@@ -135,6 +135,7 @@ def test_the_planned_dag_has_snakemakes_jobs_per_rule_on_the_demo(demo_config, t
     listing = run_snakemake(tmp_path / "dry", "--list-rules", "--configfile", str(demo_config)).stdout
     listed = {line.strip() for line in listing.splitlines() if re.fullmatch(r"[a-z_0-9]+", line.strip())}
     unused = {"warc_tables", "benchmark_boxes", "box_baseline", "selection_baselines", "benchmark_neighbour_block",
+              "benchmark_neighbour_queries",
               "ingest_all", "baseline_merged", "benchmark_neighbours_merged", "caption_baselines_merged",
               "caption_run_evaluation_merged", "box_baseline_merged",
               "features_all", "bow_all", "text_all", "regions_all", "benchmark_all"}
@@ -247,6 +248,24 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
     # The neighbours job that only merges parts is costed apart, per query image.
     assert cost_rule("benchmark_neighbours", ["benchmark_neighbour_block-gist-000-000"]) == MERGE_RULE
     assert cost_rule("benchmark_neighbours", ["tables/gist/shard-00000.parquet"]) == "benchmark_neighbours"
+
+
+def test_a_split_search_part_reads_and_holds_its_test_blocks_test_images_only():
+    """WEBUPV 2014: 9,231 queries in one test block of every shard, searched a training block a part."""
+    from annobench.benchmark.neighbours.blocks import part_memory_mb
+    from annobench.projection.costs import driver_of
+    from annobench.projection.project import declared_memory, images_read, planned_sizes, units_of
+
+    sizes = planned_sizes("webupv2014", 510_123, 2000)
+    assert len(sizes["block_shares"]["test"]) == 1
+    part = {"rule": "benchmark_neighbour_block", "mem_mb": 13_267,
+            "wildcards": {"feature": "bow_sift", "test_block": "000", "training_block": "000"}}
+    training = sizes["block_shares"]["training"][0] * 510_123
+    assert images_read(part, sizes) == pytest.approx(9_231 + training)
+    assert declared_memory(part, sizes) == part_memory_mb(9_231, 5_000) < 13_267 / 5
+    gather = {"rule": "benchmark_neighbour_queries", "wildcards": {"feature": "bow_sift", "test_block": "000"}}
+    assert driver_of(gather["rule"], gather["wildcards"]) == "test_block_images"
+    assert units_of(gather, "test_block_images", sizes) == pytest.approx(510_123)
 
 
 def test_the_illustrations_ranking_blocks_cost_the_pairs_of_one_ranking():

@@ -6,7 +6,9 @@ own per-job overhead) and work proportional to one size (its driver):
 - shard rules: the images of the shard (bow_sample: the share of them it samples);
 - benchmark_neighbours searching alone, and each part of a search split into blocks
   (benchmark_neighbour_block): query x reference x dimension products (NEIGHBOUR_RATE), plus
-  the images it reads; the merge of a split search (MERGE_RULE): the query images;
+  the images it reads (a part: its test block's gathered test images and its training block);
+  gathering a test block's test vectors (QUERY_GATHER_RULE): the test block's images; the
+  merge of a split search (MERGE_RULE): the query images;
 - codebooks: sample descriptors x words x iterations of k-means;
 - the annotation and box baselines: the images a run covers (queries); the captions, boxes and
   selection jobs: the images with ground truth (Meteor's block jobs: those of their block);
@@ -69,6 +71,8 @@ PAGE_BLOCK_RULES = ("illustration_queries",)
 FIXED_RULES = ("getlf_projection", "all")
 PAIR_RATES = {"pair_dims": NEIGHBOUR_RATE, "query_candidates": ILLUSTRATION_PAIR_RATE}
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
+# A split search's test vectors, gathered once a test block for its parts: the block's images read.
+QUERY_GATHER_RULE = "benchmark_neighbour_queries"
 # Rules whose jobs run Meteor 1.5's JVM (benchmark.captions.meteor) as a child process: its CPU
 # is not in the job's record, so these are costed from their wall time.
 CHILD_PROCESS_RULES = ("caption_meteor_block", "caption_run_evaluation", "caption_run_evaluation_merged",
@@ -106,6 +110,8 @@ def driver_of(rule: str, wildcards: dict) -> str:
         return "shard_images"
     if rule in SEARCH_RULES:
         return "pair_dims"
+    if rule == QUERY_GATHER_RULE:
+        return "test_block_images"
     if rule == MERGE_RULE:
         return "queries"
     if rule in BLOCK_QUERY_RULES:
@@ -276,8 +282,14 @@ class BuildSizes:
             return self.block_queries(record)
         if record["rule"] not in SEARCH_RULES or "queries" not in inputs:
             return self.n_images
-        return sum(self.shard_images.get(Path(path).stem.split("-")[-1], 0)
-                   for path in [*named_paths(inputs, "queries"), *named_paths(inputs, "reference")])
+        return sum(self.vectors_read(path) for path in [*named_paths(inputs, "queries"), *named_paths(inputs, "reference")])
+
+    def vectors_read(self, table: str) -> int:
+        """The vectors of a table a search part reads: a shard's images, or the test images a
+        gathered test block holds."""
+        if QUERY_GATHER_RULE.removeprefix("benchmark_") in table:
+            return pq.read_metadata(self.out / table).num_rows
+        return self.shard_images.get(Path(table).stem.split("-")[-1], 0)
 
     def split_counts(self, table: str) -> tuple[int, int]:
         """(query, training) images of a shard table, read once: every part of every feature's
@@ -305,6 +317,8 @@ class BuildSizes:
             return sum(pq.read_metadata(self.out / path).num_rows for path in record["files"]["output_files"])
         if driver == "block_queries":
             return sum(self.split_counts(path)[0] for path in named_paths(record["files"]["input"], "images"))
+        if driver == "test_block_images":
+            return sum(self.vectors_read(path) for path in named_paths(record["files"]["input"], "queries"))
         if driver == "query_candidates":
             return self.block_queries(record) * self.illustration_candidates
         return {"queries": self.queries, "truth_queries": self.queries, "images": self.n_images, "fixed": 0,

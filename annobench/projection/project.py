@@ -121,6 +121,8 @@ def block_queries(sizes: dict) -> float:
 
 
 def units_of(job: dict, driver: str, sizes: dict) -> float:
+    if driver == "test_block_images":
+        return sizes["images"] * sizes["block_shares"]["test"][int(job["wildcards"]["test_block"])]
     if driver == "pair_dims":
         test, training = search_shares(job, sizes)
         dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"], sizes.get("networks"))
@@ -144,7 +146,21 @@ def images_read(job: dict, sizes: dict) -> float:
         return block_queries(sizes)
     if job["rule"] != "benchmark_neighbour_block":
         return sizes["images"]
-    return sizes["images"] * sum(search_shares(job, sizes))
+    test, training = search_shares(job, sizes)
+    return sizes["queries"] * test + sizes["images"] * training
+
+
+def declared_memory(job: dict, sizes: dict) -> float:
+    """A job's mem_mb as Snakemake decides it when the job is ready: a search part's from the
+    test vectors it will hold (planning, before they are gathered, declares every image of its
+    test block a test image), any other job's as planned."""
+    if job["rule"] != "benchmark_neighbour_block":
+        return job["mem_mb"]
+    from annobench.benchmark.neighbours.blocks import part_memory_mb
+
+    test, _ = search_shares(job, sizes)
+    dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"], sizes.get("networks"))
+    return part_memory_mb(round(sizes["queries"] * test), dimension)
 
 
 def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict):
@@ -165,7 +181,7 @@ def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict):
             stated[cost.rule] = cost
         units, read = units_of(job, cost.driver, sizes), images_read(job, sizes)
         jobs[job["name"]] = SimJob(job["name"], job["rule"], cost.seconds(units, read, job["threads"]), job["threads"],
-                                   job["mem_mb"], tuple(job["after"]), job.get("priority", 0))
+                                   declared_memory(job, sizes), tuple(job["after"]), job.get("priority", 0))
         size = memory_size(cost.driver, units, read)
         peaks[rule] = max(peaks.get(rule, (0.0, 0.0)), (cost.peak_at(size), size))
     return jobs, stated, refused, peaks

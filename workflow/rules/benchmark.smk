@@ -36,10 +36,35 @@ rule benchmark_truth:
 NEIGHBOUR_SEARCH = {key: BENCHMARK["neighbours"][key] for key in ("query_block", "reference_block")}
 
 
+# Gathering a test block's test vectors streams them (a record batch at a time).
+NEIGHBOUR_QUERIES_MEM_MB = 1536
 # One search: as a part. Merging parts: k names and distances a test image.
 NEIGHBOURS_MEM_MB = 1024 + (4 if PLAN.neighbour_search_split else 24) * INVENTORY.n_images // 1000
 NEIGHBOURS_MINUTES = (10 if PLAN.neighbour_search_split
                       else 10 + math.ceil(NEIGHBOUR_MINUTES_PER_PAIR * INVENTORY.n_images**2))
+
+
+rule benchmark_neighbour_queries:
+    # A split search only: a test block's test vectors read once, not once a training block.
+    wildcard_constraints:
+        feature=one_of(PLAN.neighbours),
+        test_block=r"\d{3}",
+    input:
+        queries=lambda wildcards: neighbour_block_tables(wildcards.feature, "test", wildcards.test_block),
+        splits=BENCHMARK_TABLES["splits"],
+    output:
+        out("work/neighbour_queries/{feature}/test-{test_block}.parquet"),
+    log:
+        out("logs/benchmark_neighbour_queries/{feature}/test-{test_block}.log"),
+    params:
+        code=script_code("benchmark_neighbour_queries.py", "annobench.benchmark.neighbours.blocks"),
+    threads: 1
+    resources:
+        mem_mb=NEIGHBOUR_QUERIES_MEM_MB,
+    conda:
+        "../../envs/annobench.yaml"
+    script:
+        "../../scripts/benchmark_neighbour_queries.py"
 
 
 rule benchmark_neighbour_block:
@@ -59,8 +84,8 @@ rule benchmark_neighbour_block:
         code=script_code("benchmark_neighbour_block.py", "annobench.benchmark.neighbours.blocks"),
     threads: 1
     resources:
-        mem_mb=lambda wildcards: neighbour_block_resources(wildcards, "mem_mb"),
-        runtime=lambda wildcards: neighbour_block_resources(wildcards, "runtime"),
+        mem_mb=neighbour_block_memory,
+        runtime=neighbour_block_runtime,
     conda:
         "../../envs/annobench.yaml"
     script:

@@ -10,6 +10,7 @@ from pathlib import Path
 sys.path.insert(0, workflow.basedir)  # annobench from this checkout
 
 from annobench.benchmark.captions.stage import caption_run_name
+from annobench.benchmark.neighbours.blocks import part_memory_mb, vectors_shape
 from annobench.core import layout
 from annobench.core.fingerprint import code_fingerprint, folder_state, params_hash
 from annobench.plan import PlanError, make_plan
@@ -184,23 +185,34 @@ def neighbour_block_images(side, block):
     return sum(len(INVENTORY.shards[shard]) for shard in NEIGHBOUR_BLOCKS[side][int(block)])
 
 
-def neighbour_block_inputs(wildcards):
-    """A part's inputs: the feature's shards of its test block and of its training block."""
-    def tables(side, block):
-        return [out(layout.table_file(wildcards.feature, shard)) for shard in neighbour_block_shards(side, block)]
+def neighbour_queries_file(feature, test_block):
+    """Intermediate: the test images' vectors of a test block, gathered once for all its parts."""
+    return out(f"work/neighbour_queries/{feature}/test-{test_block}.parquet")
 
-    return {"queries": tables("test", wildcards.test_block),
-            "reference": tables("training", wildcards.training_block),
+
+def neighbour_block_tables(feature, side, block):
+    return [out(layout.table_file(feature, shard)) for shard in neighbour_block_shards(side, block)]
+
+
+def neighbour_block_inputs(wildcards):
+    """A part's inputs: its test block's gathered test vectors and the feature's shards of its
+    training block."""
+    return {"queries": neighbour_queries_file(wildcards.feature, wildcards.test_block),
+            "reference": neighbour_block_tables(wildcards.feature, "training", wildcards.training_block),
             "splits": BENCHMARK_TABLES["splits"]}
 
 
-def neighbour_block_resources(wildcards, what):
-    """mem_mb / runtime of a part: the test vectors of its test block are held (20 kB at
-    5,000 float32 a vector: 24 kB an image covers every image a test image), the training
-    vectors streamed; measured 712 MiB for 6,000 test images of 5,000-d."""
+def neighbour_block_memory(wildcards, input):
+    """mem_mb of a part: it holds its test vectors and streams the training vectors. Snakemake
+    evaluates this again when the part is ready to run, from the gathered test vectors; while
+    they do not exist, every image of the test block counts as a test image of 5,000 values."""
+    if Path(input.queries).exists():
+        return part_memory_mb(*vectors_shape(input.queries))
+    return part_memory_mb(neighbour_block_images("test", wildcards.test_block), 5000)
+
+
+def neighbour_block_runtime(wildcards):
     test = neighbour_block_images("test", wildcards.test_block)
-    if what == "mem_mb":
-        return 1024 + (24 * test) // 1000
     return 10 + math.ceil(NEIGHBOUR_MINUTES_PER_PAIR * test * neighbour_block_images("training", wildcards.training_block))
 
 

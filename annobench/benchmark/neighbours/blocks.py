@@ -11,6 +11,8 @@ job count or the BLAS threads (the squared distances are recomputed exactly, sea
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,6 +46,50 @@ def block_plan(settings: dict, shard_sizes: list[int]) -> dict[str, list[list[in
     """The test and training blocks of the search (shard numbers), from benchmark.neighbours."""
     return {"test": shard_blocks(shard_sizes, settings["test_block_images"]),
             "training": shard_blocks(shard_sizes, settings["training_block_images"])}
+
+
+def gather_queries(query_tables: list[str], test: set[str], out_path: str) -> int:
+    """The test images' vectors of a test block's tables, in file order, as one table written
+    a batch at a time: what each of the block's parts then reads instead of the block's
+    tables (the same vectors in the same order, so the same bytes of every part). Returns the
+    rows written."""
+    from annobench.benchmark.neighbours.search import vector_blocks
+    from annobench.core.tables import write_table_blocks
+
+    schema = queries_schema(pq.read_schema(query_tables[0]).field("vector").type.list_size)
+    written = []
+
+    def batches():
+        for block_ids, vectors in vector_blocks(query_tables, test):
+            written.append(len(block_ids))
+            flat = pa.array(np.ascontiguousarray(vectors).reshape(-1), pa.float32())
+            yield pa.table([pa.array(block_ids, pa.string()),
+                            pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])], schema=schema)
+
+    write_table_blocks(batches(), schema, out_path, "neighbour_queries", params={})
+    return sum(written)
+
+
+def queries_schema(dimension: int) -> pa.Schema:
+    return pa.schema([
+        field("image_id", pa.string(), "a test image of the test block, in the block's file order"),
+        field("vector", pa.list_(pa.float32(), dimension), "its feature vector"),
+    ])
+
+
+def vectors_shape(path: str) -> tuple[int, int]:
+    """(rows, dimension) of a table of vectors, from its footer."""
+    return pq.read_metadata(path).num_rows, pq.read_schema(path).field("vector").type.list_size
+
+
+# Memory a part holds per test value, besides 1 GB for the training vectors it streams: 712 MiB
+# measured for 6,000 test images of 5,000 dimensions, 24 kB an image.
+PART_BYTES_PER_TEST_VALUE = 24_000 / 5_000
+
+
+def part_memory_mb(test_images: int, dimension: int) -> int:
+    """mem_mb of a part that holds test_images test vectors of `dimension` values."""
+    return 1024 + math.ceil(PART_BYTES_PER_TEST_VALUE * test_images * dimension / 1e6)
 
 
 def search_part(query_tables: list[str], reference_tables: list[str], test: set[str], train: set[str], k: int,

@@ -113,6 +113,15 @@ def neighbours_job(job: Job) -> None:
                          job.output_files[0], job.log)
 
 
+def neighbour_queries_job(job: Job) -> None:
+    """Rule benchmark_neighbour_queries: a test block's test vectors, gathered for its parts."""
+    from annobench.benchmark.neighbours.blocks import gather_queries
+
+    _, test = _train_and_test(job.input("splits"))
+    rows = gather_queries(job.input_list("queries"), test, job.output_files[0])
+    job.log(f"{rows} test images of {len(job.input_list('queries'))} tables")
+
+
 def neighbour_block_job(job: Job) -> None:
     """Rule benchmark_neighbour_block: one test block against one training block on one feature."""
     search_neighbour_block(job.input_list("queries"), job.input_list("reference"), job.input("splits"),
