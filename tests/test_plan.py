@@ -51,7 +51,12 @@ def test_merged_jobs_write_the_bytes_of_one_job_a_run(demo_build, demo_workdir_p
     same build with a job per run and feature."""
     apart = demo_workdir_per_run / "out"
     rules = {path.stem.split("-")[0] for path in (apart / "provenance" / "jobs").glob("*.json")}
-    assert {"baseline", "benchmark_neighbours"} <= rules
+    assert {"baseline", "benchmark_neighbours", "campaign_run_statistics"} <= rules
     merged = {path.stem.split("-")[0] for path in (demo_build / "provenance" / "jobs").glob("*.json")}
     assert {"baseline_merged", "benchmark_neighbours_merged"} <= merged
-    assert tree_bytes(apart) == tree_bytes(demo_build)
+    # The job a run adds a file of its own only where one job's work was split: a run's statistics.
+    per_run, merged_bytes = tree_bytes(apart), tree_bytes(demo_build)
+    statistics = {name for name in per_run if name.startswith("work/campaign/baselines/")}
+    baseline_runs = {path.stem.removeprefix("baseline-") for path in (apart / "provenance" / "jobs").glob("baseline-*")}
+    assert statistics == {f"work/campaign/baselines/{run}.json" for run in baseline_runs}
+    assert {name: data for name, data in per_run.items() if name not in statistics} == merged_bytes

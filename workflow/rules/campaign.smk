@@ -41,12 +41,41 @@ if PLAN.benchmark_on:
         script:
             "../../scripts/campaign_kit.py"
 
+    if not PLAN.merged:
+
+        rule campaign_run_statistics:
+            # A build of several per-run jobs: each baseline run's statistics as soon as the run
+            # exists (at 510,123 test images a run's take minutes; gathered by campaign_baselines).
+            wildcard_constraints:
+                run=one_of(PLAN.baselines),
+            input:
+                concepts=BENCHMARK_TABLES["concepts"],
+                splits=BENCHMARK_TABLES["splits"],
+                truth=CAMPAIGN_KIT["truth"],
+                runs=out("runs/{run}.parquet"),
+            output:
+                statistics=out("work/campaign/baselines/{run}.json"),
+            log:
+                out("logs/campaign_run_statistics/{run}.log"),
+            params:
+                subsets=CAMPAIGN_SUBSETS,
+                evaluation=BENCHMARK["evaluation"],
+                code=script_code("campaign_run_statistics.py"),
+            resources:
+                mem_mb=1024 + (4 * INVENTORY.n_images) // 1000,
+            conda:
+                "../../envs/annobench.yaml"
+            script:
+                "../../scripts/campaign_run_statistics.py"
+
     rule campaign_baselines:
         input:
             concepts=BENCHMARK_TABLES["concepts"],
             splits=BENCHMARK_TABLES["splits"],
             truth=CAMPAIGN_KIT["truth"],
-            runs=expand(out("runs/{run}.parquet"), run=sorted(PLAN.baselines)),
+            # A small build computes every run's statistics here; a larger one gathers them.
+            **({"runs": expand(out("runs/{run}.parquet"), run=sorted(PLAN.baselines))} if PLAN.merged else
+               {"run_statistics": expand(out("work/campaign/baselines/{run}.json"), run=sorted(PLAN.baselines))}),
         output:
             statistics=CAMPAIGN_STATISTICS,
         log:

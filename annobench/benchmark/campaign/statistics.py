@@ -88,26 +88,58 @@ def subset_paths(config: dict) -> dict[str, str]:
 
 
 def baselines_job(job: Job) -> list[dict]:
-    """Rule campaign_baselines: the statistics of every annotation baseline run, one JSON."""
+    """Rule campaign_baselines: the statistics of every annotation baseline run, one JSON; computed
+    here, or gathered from the runs' own jobs (rule campaign_run_statistics), the same bytes."""
+    import json
+
     from annobench.benchmark.json_form import json_bytes
-    from annobench.benchmark.runs.files import read_run
+
+    context = _statistics_context(job)
+    if job.input_list("run_statistics"):
+        found = {Path(path).stem: json.loads(Path(path).read_text(encoding="utf-8"))
+                 for path in sorted(job.input_list("run_statistics"))}
+    else:
+        found = {Path(path).stem: _run_statistics(path, context) for path in sorted(job.input_list("runs"))}
+    write_bytes_atomic(job.output("statistics"), json_bytes({
+        "runs": found, "unseen_concepts": context["unseen"],
+        "subsets": {k: len(v) for k, v in context["subsets"].items()}}))
+    job.log(f"statistics of {len(found)} baseline runs on {len(context['test_ids'])} test images, "
+            f"{len(context['subsets'])} subset(s), {len(context['unseen'])} unseen concept(s)")
+    return _subset_files(job)
+
+
+def run_statistics_job(job: Job) -> list[dict]:
+    """Rule campaign_run_statistics: one baseline run's statistics, for campaign_baselines."""
+    from annobench.benchmark.json_form import json_bytes
+
+    path = job.input("runs")
+    write_bytes_atomic(job.output("statistics"), json_bytes(_run_statistics(path, _statistics_context(job))))
+    job.log(f"statistics of {Path(path).stem}")
+    return _subset_files(job)
+
+
+def _statistics_context(job: Job) -> dict:
+    """What every run's statistics read: concepts, test images, subsets, unseen concepts, truth, seed."""
     from annobench.benchmark.splits import split_ids
+
+    test_ids = split_ids(job.input("splits"), "test")
+    return {"concepts": pq.read_table(job.input("concepts"), columns=["concept"]).column(0).to_pylist(),
+            "test_ids": test_ids, "subsets": read_subsets(subset_paths(job.config), test_ids),
+            "unseen": unseen_concepts(Path(job.input("truth")) / "annotation" / "unseen_concepts.txt"),
+            "truth": str(Path(job.input("truth")) / "annotation" / "ground_truth.parquet"),
+            "seed": job.config["benchmark"]["evaluation"]["seed"]}
+
+
+def _run_statistics(path: str, context: dict) -> dict:
+    from annobench.benchmark.runs.files import read_run
+
+    run = read_run(path, context["concepts"])
+    return annotation_statistics(run, test_truth(context["truth"], run.image_ids, context["concepts"]),
+                                 context["unseen"], context["subsets"], context["seed"])
+
+
+def _subset_files(job: Job) -> list[dict]:
     from annobench.core.provenance import raw_file
 
-    concepts = pq.read_table(job.input("concepts"), columns=["concept"]).column(0).to_pylist()
-    test_ids = split_ids(job.input("splits"), "test")
-    subsets = read_subsets(subset_paths(job.config), test_ids)
-    unseen = unseen_concepts(Path(job.input("truth")) / "annotation" / "unseen_concepts.txt")
-    truth_table = str(Path(job.input("truth")) / "annotation" / "ground_truth.parquet")
-    seed = job.config["benchmark"]["evaluation"]["seed"]
-    found = {}
-    for path in sorted(job.input_list("runs")):
-        run = read_run(path, concepts)
-        found[Path(path).stem] = annotation_statistics(run, test_truth(truth_table, run.image_ids, concepts),
-                                                       unseen, subsets, seed)
-    write_bytes_atomic(job.output("statistics"), json_bytes({"runs": found, "unseen_concepts": unseen,
-                                                             "subsets": {k: len(v) for k, v in subsets.items()}}))
-    job.log(f"statistics of {len(found)} baseline runs on {len(test_ids)} test images, {len(subsets)} subset(s), "
-            f"{len(unseen)} unseen concept(s)")
     return [raw_file(path, f"subsets/{name}/{Path(path).name}", role="campaign_subset")
             for name, path in sorted(subset_paths(job.config).items())]
