@@ -135,7 +135,7 @@ def test_the_planned_dag_has_snakemakes_jobs_per_rule_on_the_demo(demo_config, t
     listing = run_snakemake(tmp_path / "dry", "--list-rules", "--configfile", str(demo_config)).stdout
     listed = {line.strip() for line in listing.splitlines() if re.fullmatch(r"[a-z_0-9]+", line.strip())}
     unused = {"warc_tables", "benchmark_boxes", "box_baseline", "selection_baselines", "benchmark_neighbour_block",
-              "benchmark_neighbour_queries",
+              "benchmark_neighbour_queries", "campaign_run_statistics",
               "ingest_all", "baseline_merged", "benchmark_neighbours_merged", "caption_baselines_merged",
               "caption_run_evaluation_merged", "box_baseline_merged",
               "features_all", "bow_all", "text_all", "regions_all", "benchmark_all"}
@@ -244,7 +244,7 @@ def test_the_parts_of_a_split_search_cost_the_products_of_one_search():
              for t in range(tests) for r in range(trainings)]
     assert sum(units_of(part, "pair_dims", sizes) for part in parts) == pytest.approx(whole)
     # A part reads its two blocks' vectors, not the build's (whole shards of about 1,993 images).
-    assert 110_000 < images_read(parts[0], sizes) <= 20_000 + 100_000
+    assert 110_000 * 960 < images_read(parts[0], sizes) <= (20_000 + 100_000) * 960
     # The neighbours job that only merges parts is costed apart, per query image.
     assert cost_rule("benchmark_neighbours", ["benchmark_neighbour_block-gist-000-000"]) == MERGE_RULE
     assert cost_rule("benchmark_neighbours", ["tables/gist/shard-00000.parquet"]) == "benchmark_neighbours"
@@ -261,11 +261,15 @@ def test_a_split_search_part_reads_and_holds_its_test_blocks_test_images_only():
     part = {"rule": "benchmark_neighbour_block", "mem_mb": 13_267,
             "wildcards": {"feature": "bow_sift", "test_block": "000", "training_block": "000"}}
     training = sizes["block_shares"]["training"][0] * 510_123
-    assert images_read(part, sizes) == pytest.approx(9_231 + training)
+    assert images_read(part, sizes) == pytest.approx((9_231 + training) * 5_000)  # vector values
     assert declared_memory(part, sizes) == part_memory_mb(9_231, 5_000) < 13_267 / 5
     gather = {"rule": "benchmark_neighbour_queries", "wildcards": {"feature": "bow_sift", "test_block": "000"}}
-    assert driver_of(gather["rule"], gather["wildcards"]) == "test_block_images"
-    assert units_of(gather, "test_block_images", sizes) == pytest.approx(510_123)
+    assert driver_of(gather["rule"], gather["wildcards"]) == "test_block_values"
+    assert units_of(gather, "test_block_values", sizes) == pytest.approx(510_123 * 5_000)  # values read
+    assert images_read(gather, sizes) == pytest.approx(9_231 * 5_000)  # values written
+    # A baseline run's statistics cover the run's test images, not the collection.
+    statistics = {"rule": "campaign_run_statistics", "wildcards": {"run": "knn_gist"}}
+    assert units_of(statistics, driver_of("campaign_run_statistics", {"run": "knn_gist"}), sizes) == 9_231
 
 
 def test_the_illustrations_ranking_blocks_cost_the_pairs_of_one_ranking():

@@ -6,9 +6,10 @@ own per-job overhead) and work proportional to one size (its driver):
 - shard rules: the images of the shard (bow_sample: the share of them it samples);
 - benchmark_neighbours searching alone, and each part of a search split into blocks
   (benchmark_neighbour_block): query x reference x dimension products (NEIGHBOUR_RATE), plus
-  the images it reads (a part: its test block's gathered test images and its training block);
-  gathering a test block's test vectors (QUERY_GATHER_RULE): the test block's images; the
-  merge of a split search (MERGE_RULE): the query images;
+  the vector values it reads (VECTOR_READ_RATE; a part: its test block's gathered test vectors
+  and its training block); gathering a test block's test vectors (QUERY_GATHER_RULE): the
+  values of the test block read (VECTOR_READ_RATE) and its test values written
+  (VECTOR_WRITE_RATE); the merge of a split search (MERGE_RULE): the query images;
 - codebooks: sample descriptors x words x iterations of k-means;
 - the annotation and box baselines: the images a run covers (queries); the captions, boxes and
   selection jobs: the images with ground truth (Meteor's block jobs: those of their block);
@@ -55,8 +56,17 @@ NEIGHBOUR_RATE = 837 / (10_000 * 500_000 * 5_000)
 # development machine (500 queries x 50,000 candidates of the bench's kiwix texts). A small build's
 # ranking is all start-up and reading the queries, so its pairs are timed there.
 ILLUSTRATION_PAIR_RATE = 4.8e-8
-# Jobs over the images a run covers (2016: every image).
-QUERY_RULES = ("baseline", "box_baseline")
+# perf/bench_vector_read.py (docs/performance.md, The benchmark): core-seconds per vector value a
+# search reads from its Parquet tables, decoded and filtered to the images it wants (7.6-13.4 ns
+# by feature on one core of the development machine, 8.4 over the seven features' values), and
+# per value a test block's gathering writes again with zstd (15-57 ns, 18.2 over all). A small
+# build's search reads a few dozen vectors a file, so its time there is opening files: these are
+# timed on shards of 500 images.
+VECTOR_READ_RATE = 8.4e-9
+VECTOR_WRITE_RATE = 1.82e-8
+# Jobs over the images a run covers (2016: every image; WEBUPV 2014: its 9,231 test images), a
+# baseline run's statistics among them.
+QUERY_RULES = ("baseline", "box_baseline", "campaign_run_statistics")
 # Jobs over the images with ground truth (2016: the development and test sets).
 TRUTH_RULES = ("selection_baselines", "caption_baselines", "caption_evaluation", "caption_run_evaluation",
                "caption_human_bound", "benchmark_boxes", "caption_references")
@@ -69,10 +79,15 @@ BLOCK_QUERY_RULES = ("caption_meteor_block",)
 # Jobs of one block of pages (by page id hash): the (page, image) pairs they make queries of.
 PAGE_BLOCK_RULES = ("illustration_queries",)
 FIXED_RULES = ("getlf_projection", "all")
-PAIR_RATES = {"pair_dims": NEIGHBOUR_RATE, "query_candidates": ILLUSTRATION_PAIR_RATE}
+PAIR_RATES = {"pair_dims": NEIGHBOUR_RATE, "query_candidates": ILLUSTRATION_PAIR_RATE,
+              "test_block_values": VECTOR_READ_RATE}
 SEARCH_RULES = ("benchmark_neighbours", "benchmark_neighbour_block")
-# A split search's test vectors, gathered once a test block for its parts: the block's images read.
+# A split search's test vectors, gathered once a test block for its parts: the block's values read.
 QUERY_GATHER_RULE = "benchmark_neighbour_queries"
+# Rules whose reading (or writing), besides their driver, is costed at a timed rate a value: what
+# their jobs' records show beyond the driver and that is per job (opening files), not per value.
+TIMED_VALUE_RATES = {"benchmark_neighbours": VECTOR_READ_RATE, "benchmark_neighbour_block": VECTOR_READ_RATE,
+                     QUERY_GATHER_RULE: VECTOR_WRITE_RATE}
 # Rules whose jobs run Meteor 1.5's JVM (benchmark.captions.meteor) as a child process: its CPU
 # is not in the job's record, so these are costed from their wall time.
 CHILD_PROCESS_RULES = ("caption_meteor_block", "caption_run_evaluation", "caption_run_evaluation_merged",
@@ -111,7 +126,7 @@ def driver_of(rule: str, wildcards: dict) -> str:
     if rule in SEARCH_RULES:
         return "pair_dims"
     if rule == QUERY_GATHER_RULE:
-        return "test_block_images"
+        return "test_block_values"
     if rule == MERGE_RULE:
         return "queries"
     if rule in BLOCK_QUERY_RULES:
@@ -137,7 +152,9 @@ class RuleCost:
     driver: str
     fixed: float  # seconds a job, whatever its size
     rate: float  # core-seconds per unit of the driver
-    per_image: float = 0.0  # core-seconds per image read, besides the driver (the neighbour search)
+    # core-seconds per image read besides the driver (the illustration's ranking); per vector value
+    # read or written for the rules of TIMED_VALUE_RATES
+    per_image: float = 0.0
     units: float = 0.0  # the driver's size in the calibration, summed over its jobs
     build: str = ""
     work: float = 0.0  # core-seconds of work (start-up aside), summed over its jobs
@@ -280,9 +297,14 @@ class BuildSizes:
         inputs = record["files"]["input"]
         if record["rule"] in PAIR_RULES:
             return self.block_queries(record)
-        if record["rule"] not in SEARCH_RULES or "queries" not in inputs:
+        if record["rule"] == QUERY_GATHER_RULE:  # the test values it writes
+            return self.dimension(record["wildcards"]["feature"]) * sum(
+                pq.read_metadata(self.out / path).num_rows for path in record["files"]["output_files"])
+        if record["rule"] not in SEARCH_RULES:
             return self.n_images
-        return sum(self.vectors_read(path) for path in [*named_paths(inputs, "queries"), *named_paths(inputs, "reference")])
+        tables = ([*named_paths(inputs, "queries"), *named_paths(inputs, "reference")] if "queries" in inputs
+                  else named_paths(inputs, "features"))
+        return self.dimension(record["wildcards"]["feature"]) * sum(map(self.vectors_read, tables))
 
     def vectors_read(self, table: str) -> int:
         """The vectors of a table a search part reads: a shard's images, or the test images a
@@ -317,8 +339,9 @@ class BuildSizes:
             return sum(pq.read_metadata(self.out / path).num_rows for path in record["files"]["output_files"])
         if driver == "block_queries":
             return sum(self.split_counts(path)[0] for path in named_paths(record["files"]["input"], "images"))
-        if driver == "test_block_images":
-            return sum(self.vectors_read(path) for path in named_paths(record["files"]["input"], "queries"))
+        if driver == "test_block_values":
+            return self.dimension(record["wildcards"]["feature"]) * sum(
+                self.vectors_read(path) for path in named_paths(record["files"]["input"], "queries"))
         if driver == "query_candidates":
             return self.block_queries(record) * self.illustration_candidates
         return {"queries": self.queries, "truth_queries": self.queries, "images": self.n_images, "fixed": 0,
@@ -448,7 +471,12 @@ def rule_costs(jobs: list[dict], build: BuildSizes, slowdown: Slowdown) -> dict[
                                     for j in group if j.get("peak")))
         if driver in PAIR_RATES:  # products at the timed rate; the rest is reading, per image (query)
             cost.rate = PAIR_RATES[driver]
-            cost.per_image = max(0.0, work - cost.rate * units) / max(1, sum(j["read"] for j in group))
+            read = sum(j["read"] for j in group)
+            if rule in TIMED_VALUE_RATES:  # values at a timed rate too; what remains is a job's own
+                cost.per_image = TIMED_VALUE_RATES[rule]
+                cost.fixed += max(0.0, work - cost.rate * units - cost.per_image * read) / len(group)
+            else:
+                cost.per_image = max(0.0, work - cost.rate * units) / max(1, read)
         elif driver != "fixed" and units:
             cost.rate = work / units
         else:

@@ -7,8 +7,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annobench.projection.costs import (CNN_STATED, PAIR_RULES, Calibration, RuleCost, cost_rule, feature_dimension,
-                                        memory_size)
+from annobench.projection.costs import (CNN_STATED, PAIR_RULES, QUERY_GATHER_RULE, TIMED_VALUE_RATES, Calibration,
+                                        RuleCost, cost_rule, feature_dimension, memory_size)
 from annobench.projection.dag import (SHAPES, planned_jobs, shape_config, shape_sizes, synthetic_config,
                                       synthetic_shard_sizes)
 from annobench.projection.schedule import Schedule, SimJob, simulate
@@ -109,10 +109,13 @@ def planned_sizes(shape: str, n_images: int, images_per_shard: int) -> dict:
 def search_shares(job: dict, sizes: dict) -> tuple[float, float]:
     """The shares of the test and of the training images a neighbour search job compares: a
     part's two blocks (the test and training images spread evenly over the shards), else all of them."""
-    if job["rule"] != "benchmark_neighbour_block":
+    if job["rule"] not in ("benchmark_neighbour_block", QUERY_GATHER_RULE):
         return 1.0, 1.0
     shares = sizes["block_shares"]
-    return shares["test"][int(job["wildcards"]["test_block"])], shares["training"][int(job["wildcards"]["training_block"])]
+    test = shares["test"][int(job["wildcards"]["test_block"])]
+    if job["rule"] == QUERY_GATHER_RULE:
+        return test, 0.0
+    return test, shares["training"][int(job["wildcards"]["training_block"])]
 
 
 def block_queries(sizes: dict) -> float:
@@ -121,8 +124,8 @@ def block_queries(sizes: dict) -> float:
 
 
 def units_of(job: dict, driver: str, sizes: dict) -> float:
-    if driver == "test_block_images":
-        return sizes["images"] * sizes["block_shares"]["test"][int(job["wildcards"]["test_block"])]
+    if driver == "test_block_values":
+        return sizes["images"] * search_shares(job, sizes)[0] * dimension_of(job, sizes)
     if driver == "pair_dims":
         test, training = search_shares(job, sizes)
         dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"], sizes.get("networks"))
@@ -140,14 +143,24 @@ def units_of(job: dict, driver: str, sizes: dict) -> float:
 
 
 def images_read(job: dict, sizes: dict) -> float:
-    """The images a job reads: a search part its two blocks, an illustration ranking block its
-    queries, any other job the build's."""
+    """What a job reads besides its driver: an illustration ranking block its queries; a search
+    the vector values of its test and training images (a part: its test block's gathered test
+    vectors and its training block); gathering a test block, the test values it writes; any
+    other job the build's images."""
     if job["rule"] in PAIR_RULES:
         return block_queries(sizes)
+    test, training = search_shares(job, sizes)
+    if job["rule"] == QUERY_GATHER_RULE:
+        return sizes["queries"] * test * dimension_of(job, sizes)
+    if job["rule"] == "benchmark_neighbours":  # one search: it reads every image once
+        return sizes["images"] * dimension_of(job, sizes)
     if job["rule"] != "benchmark_neighbour_block":
         return sizes["images"]
-    test, training = search_shares(job, sizes)
-    return sizes["queries"] * test + sizes["images"] * training
+    return (sizes["queries"] * test + sizes["images"] * training) * dimension_of(job, sizes)
+
+
+def dimension_of(job: dict, sizes: dict) -> int:
+    return feature_dimension(job["wildcards"]["feature"], sizes["features"], sizes.get("networks"))
 
 
 def declared_memory(job: dict, sizes: dict) -> float:
@@ -179,7 +192,7 @@ def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict):
             continue
         if cost.build == CNN_STATED:
             stated[cost.rule] = cost
-        units, read = units_of(job, cost.driver, sizes), images_read(job, sizes)
+        units, read = units_of(job, cost.driver, sizes), images_read({**job, "rule": rule}, sizes)
         jobs[job["name"]] = SimJob(job["name"], job["rule"], cost.seconds(units, read, job["threads"]), job["threads"],
                                    declared_memory(job, sizes), tuple(job["after"]), job.get("priority", 0))
         size = memory_size(cost.driver, units, read)
@@ -201,7 +214,8 @@ def print_calibration(calibration: Calibration, out=sys.stdout) -> None:
                   file=out)
     print(f"{'rule':28s} {'size driver':13s} {'fixed s':>8s} {'rate (core-s per unit)':>23s}", file=out)
     for rule, cost in sorted(calibration.rules.items()):
-        extra = f" + {cost.per_image:.3g}/image" if cost.per_image else ""
+        unit = "value" if rule in TIMED_VALUE_RATES else "image"
+        extra = f" + {cost.per_image:.3g}/{unit}" if cost.per_image else ""
         print(f"{rule:28s} {cost.driver:13s} {cost.fixed:8.2f} {cost.rate:23.3g}{extra}", file=out)
 
 
