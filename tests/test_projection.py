@@ -85,6 +85,24 @@ def test_two_build_sizes_split_a_rules_work_into_fixed_and_rate():
     assert merged([other, large]) is large
 
 
+def test_sizes_that_barely_differ_are_not_fitted_a_line():
+    # A codebook trained on a sample capped alike at 5,000 and 20,000 images (the 20,000-image
+    # build's records): 0.01 % more rows and 2 s of noise once fitted a rate that projected the
+    # codebook 554 min and its peak 675 GiB. The largest build's figures stand instead.
+    quarter = RuleCost("bow_codebook_sift", "kmeans", 0.3, 0.0, units=2.49980e10, work=80.3, build="q",
+                       peaks=((2.49980e10, 911.6),))
+    whole = RuleCost("bow_codebook_sift", "kmeans", 0.3, 0.0, units=2.49998e10, work=85.2, build="w",
+                     peaks=((2.49998e10, 966.8),))
+    cost = merged([quarter, whole])
+    assert cost.rate == 0.0 and cost.work == 85.2
+    assert cost.peak_at(2.5e10) == 966.8
+    # Sizes a factor apart are fitted as before.
+    small = RuleCost("bow_codebook_sift", "kmeans", 0.3, 0.0, units=1e9, work=4.0, build="s",
+                     peaks=((1e9, 400.0),))
+    fitted = merged([small, quarter, whole])
+    assert fitted.rate > 0 and 900 < fitted.peak_at(2.5e10) < 1000
+
+
 def test_shape_sizes_are_the_real_releases_and_scale_with_the_images():
     assert shape_sizes("webupv2014", 510_123) == {"queries": 9_231, "references": 500_000, "truth_queries": 9_231}
     assert shape_sizes("imageclef2016", 510_123) == {
@@ -188,6 +206,9 @@ def test_calibration_gives_every_recorded_rule_a_cost(demo_build):
     assert recorded <= set(calibration.rules)
     shard = calibration.rules["feature_gist"]
     assert shard.driver == "shard_images" and shard.rate > 0 and shard.fixed > 0
+    # The release keeps no record; its log's last line gives its CPU and peak memory.
+    release = calibration.rules["release"]
+    assert release.work > 0 and len(release.peaks) == 1 and release.peaks[0][1] > 50
 
 
 def test_a_build_of_small_photos_costs_only_the_rules_whose_work_does_not_follow_the_pixels(demo_build, tmp_path):

@@ -14,6 +14,7 @@ files the build read, where it read them.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,10 @@ from typing import Callable
 
 from annobench.core.errors import AnnobenchError
 from annobench.core.progress import job_log
-from annobench.core.provenance import named_files, record_job
+from annobench.core.provenance import job_usage, named_files, record_job
+
+# The last line of the log of a job that keeps no record (the release): its usage as JSON.
+USAGE_LINE = "usage "
 
 Paths = str | list[str]  # a named input or output: one path, or those of an expand()
 
@@ -141,5 +145,7 @@ def run_snakemake_job(snakemake, job_function: Callable[[Job], list[dict] | None
                 log(line)
                 print(line, file=sys.stderr, flush=True)
             raise SystemExit(1) from None
+        if not record:  # its CPU and peak memory, kept where the projection reads them (USAGE_LINE)
+            log(USAGE_LINE + json.dumps(job_usage(dict(snakemake.resources.items())), sort_keys=True))
     if record:
         record_job(snakemake, raw_inputs=raw)

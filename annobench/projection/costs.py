@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from annobench.core import layout
 from annobench.core.fingerprint import params_hash
+from annobench.core.jobs import USAGE_LINE
 from annobench.core.provenance import read_job_records
 from annobench.core.tables import image_ids
 from annobench.visual.stage import FEATURES
@@ -96,13 +97,15 @@ CHILD_PROCESS_RULES = ("caption_meteor_block", "caption_run_evaluation", "captio
 # the rules driven by these sizes, whose work follows the pixels, are not costed from it.
 SMALL_PHOTOS_MARK = "small-photos.yaml"
 PIXEL_DRIVERS = ("shard_images", "sampled_images", "kmeans")
+MIN_SIZE_SPAN = 1.5  # sizes_span: the least ratio of largest to smallest size a line is fitted over
 # Jobs' CPU seconds spread less than this: the build cannot fit a slowdown factor (fit_slowdown).
 MIN_CPU_SPREAD = 20.0
 # A rule that runs the same code as another on other sizes: costed by the other's records when a
 # build ran only that one (a search in one part is a part of all test against all training images).
 SAME_WORK = {"benchmark_neighbours": "benchmark_neighbour_block"}
-# Rules that keep no job record (the release is the record), costed from Snakemake's wall time
-# of the first of these outputs it has metadata on (release/MANIFEST.jsonl before releases were bags).
+# Rules that keep no job record (the release is the record), costed from the CPU and peak memory
+# their log's last line gives (logged_usage), at least Snakemake's wall time of the first of these
+# outputs it has metadata on (release/MANIFEST.jsonl before releases were bags).
 RECORDLESS = {"release": ("release/bagit.txt", "release/MANIFEST.jsonl")}
 # benchmark_neighbours when it only merges the parts of a split search: a cost of its own.
 MERGE_RULE = "benchmark_neighbours_merge"
@@ -170,7 +173,7 @@ class RuleCost:
         measured jobs' peaks; never below the least a job took (the interpreter and its imports)."""
         if not self.peaks:
             return 0.0
-        if len({round(s, 9) for s, _ in self.peaks}) < 2:
+        if not sizes_span(self.peaks):
             return max(p for _, p in self.peaks)
         base, slope = line_fit(self.peaks)
         return max(base + max(slope, 0.0) * size, min(p for _, p in self.peaks))
@@ -179,6 +182,15 @@ class RuleCost:
 def memory_size(driver: str, units: float, read: float) -> float:
     """What a job's memory grows with: the images (queries) a search reads; else its driver's units."""
     return read if driver in PAIR_RATES else units
+
+
+def sizes_span(points) -> bool:
+    """Whether (size, value) points span sizes enough to fit a line: the largest at least
+    MIN_SIZE_SPAN times the smallest. Two builds whose sizes barely differ (a bag-of-words sample
+    capped alike at 5,000 and 20,000 images) differ in run-to-run noise more than in work, and a line
+    through them projects that noise a thousandfold."""
+    sizes = [size for size, _ in points]
+    return bool(sizes) and max(sizes) > 0 and max(sizes) >= MIN_SIZE_SPAN * max(min(sizes), 0.0)
 
 
 def line_fit(points) -> tuple[float, float]:
@@ -244,7 +256,7 @@ def merged(costs: list[RuleCost]) -> RuleCost:
     costs = [c for c in costs if c.settings == largest.settings]
     peaks = tuple(point for c in costs for point in c.peaks)
     points = [(c.units / c.jobs, c.work / c.jobs) for c in costs if c.driver not in ("fixed", *PAIR_RATES)]
-    if len({round(u, 9) for u, _ in points}) < 2:
+    if not sizes_span(points):
         return largest if peaks == largest.peaks else replace(largest, peaks=peaks)
     intercept, slope = line_fit(points)
     if slope <= 0:
@@ -377,10 +389,22 @@ class BuildSizes:
                          "peak": usage.get("peak_rss_mib")})
         for rule, outputs in RECORDLESS.items():
             wall = next((walls[key] for key in (f"{self.config['output']}/{o}" for o in outputs) if key in walls), None)
-            if wall is not None:  # its work is its wall time (no CPU measured), each image
+            if wall is not None:  # its work: its CPU (the log's usage line) or else its wall time, each image
+                usage = logged_usage(self.out / "logs" / f"{rule}.log")
                 jobs.append({"rule": rule, "wildcards": {}, "units": self.n_images, "read": self.n_images,
-                             "cpu": 0.0, "startup": 0.0, "wall": wall, "recordless": True})
+                             "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
+                             "wall": wall, "recordless": True, "peak": usage.get("peak_rss_mib")})
         return jobs
+
+
+def logged_usage(log: Path) -> dict:
+    """The usage a record-less job wrote as its log's last line (jobs.USAGE_LINE); {} for a build
+    from before it did."""
+    try:
+        last = log.read_text(encoding="utf-8").rstrip("\n").rsplit("\n", 1)[-1]
+    except OSError:
+        return {}
+    return json.loads(last[len(USAGE_LINE):]) if last.startswith(USAGE_LINE) else {}
 
 
 def named_paths(inputs: dict, name: str) -> list[str]:
