@@ -405,9 +405,27 @@ def test_a_record_left_by_a_renamed_rule_does_not_claim_files_written_since(demo
         files, jobs = manifest_entries(demo_build, order)
         run = next(f for f in files if f["path"] == "runs/knn_gist.parquet")
         assert run["job"] == job_name(current) and run["job"].startswith("baseline")
-        assert "baselines" not in {job["job"] for job in jobs}
+        assert "baselines" not in {job_name(job) for job in jobs}
     # Nor does the crate mention it: it is no longer a record of this build.
     assert current_records([*records, stale]) == records
+
+
+def test_slim_records_give_the_manifest_jobs_and_crate_of_whole_ones(built, tmp_path):
+    """The release holds each record slimmed (load_lineage_records) and writes its crate entity by
+    entity: the same lines and bytes as from the whole records and one json.dumps of the crate."""
+    from annobench.release.assemble import (
+        CRATE_CONTEXT, crate_graph, full_record, job_entry, load_lineage_records, write_crate)
+
+    whole, slim = current_records(load_records(built)), current_records(load_lineage_records(built))
+    assert len(slim) == len(whole) and all("raw_inputs" not in r for r in slim)
+    (files, jobs), (slim_files, slim_jobs) = manifest_entries(built, whole), manifest_entries(built, slim)
+    assert slim_files == files
+    assert [job_entry(full_record(r)) for r in slim_jobs] == [job_entry(r) for r in jobs]
+    info = json.loads((built / "release" / "data" / HEADER).read_text())
+    write_crate(tmp_path / CRATE, files, slim, info)
+    whole_crate = {"@context": CRATE_CONTEXT, "@graph": list(crate_graph(files, whole, info))}
+    assert (tmp_path / CRATE).read_text(encoding="utf-8") == json.dumps(whole_crate, indent=1, sort_keys=True)
+    assert len(whole_crate["@graph"]) > len(files) + len(jobs)
 
 
 def test_the_build_audit_ignores_a_record_whose_files_a_later_job_rewrote(tmp_path):

@@ -127,6 +127,27 @@ def load_records(out_dir: Path | str) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((Path(out_dir) / RECORDS).glob("*.json"))]
 
 
+def load_lineage_records(out_dir: Path | str) -> list[dict]:
+    """load_records with each record slimmed to what the lineage walks (rule, wildcards, finished,
+    outputs, and the paths of its inputs: their hashes only for inputs outside the build) and its
+    file's path under `source`; full_record reads the rest back. A shard's raw inputs (its photos'
+    and segmentations' hashes) were most of a release job's memory held all at once."""
+    slim = []
+    for path in sorted((Path(out_dir) / RECORDS).glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        inputs = [item if os.path.isabs(item["path"]) else {"path": item["path"]} for item in record["inputs"]]
+        slim.append({"rule": record["rule"], "wildcards": record["wildcards"], "finished": record["finished"],
+                     "outputs": record["outputs"], "inputs": inputs, "source": str(path)})
+    return slim
+
+
+def full_record(record: dict) -> dict:
+    """The whole record of a slim one (load_lineage_records); a whole record as it is."""
+    if "source" not in record:
+        return record
+    return json.loads(Path(record["source"]).read_text(encoding="utf-8"))
+
+
 def last_writers(records: list[dict]) -> dict[str, tuple[dict, dict]]:
     """Each output path -> (record, output) of the job that wrote it last: a build resumed after
     rules were renamed or split keeps the old records, which claim the files too but finished

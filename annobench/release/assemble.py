@@ -41,6 +41,7 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import pyarrow.parquet as pq
 
@@ -49,7 +50,15 @@ from annobench.core.config import release_identity
 from annobench.core.fingerprint import params_hash
 from annobench.core.fsutil import atomic_path
 from annobench.core.jobs import Job
-from annobench.core.provenance import RECORDS, current_records, describe_file, last_writers, load_records  # noqa: F401
+from annobench.core.provenance import (  # noqa: F401
+    RECORDS,
+    current_records,
+    describe_file,
+    full_record,
+    last_writers,
+    load_lineage_records,
+    load_records,
+)
 from annobench.release.bag import PAYLOAD, write_bag
 from annobench.release.croissant import write_croissant
 from annobench.release.dataset_card import write_dataset_card
@@ -65,6 +74,7 @@ KIT_DATA_DIR = "kit/data/"
 MANIFEST, JOBS, HEADER, CRATE = "MANIFEST.jsonl", "JOBS.jsonl", "RELEASE.json", "ro-crate-metadata.json"
 RELEASE_RULE = "release"  # the rule of the files the release job writes itself
 PROCESS_PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
+CRATE_CONTEXT = "https://w3id.org/ro/crate/1.1/context"
 
 
 def released_files(out_dir: Path) -> list[str]:
@@ -81,7 +91,8 @@ def released_files(out_dir: Path) -> list[str]:
 
 
 def manifest_entries(out_dir: Path, records: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Released files and the intermediate files behind them, and the jobs that made them."""
+    """Released files and the intermediate files behind them, and the records of the jobs that made
+    them in job-name order (whole or slim: load_lineage_records)."""
     made_by = last_writers(records)
     released_set = set(released_files(out_dir))
     files, jobs, todo, seen = [], {}, sorted(released_set), set()
@@ -105,9 +116,9 @@ def manifest_entries(out_dir: Path, records: list[dict]) -> tuple[list[dict], li
             "job": job,
         })
         if record and job not in jobs:
-            jobs[job] = job_entry(record)
+            jobs[job] = record
             # Files of the build it was made from: released or not, their lineage is followed too.
-            todo.extend(source["path"] for source in jobs[job]["inputs"] if not os.path.isabs(source["path"]))
+            todo.extend(source["path"] for source in record["inputs"] if not os.path.isabs(source["path"]))
     return sorted(files, key=lambda e: e["path"]), [jobs[name] for name in sorted(jobs)]
 
 
@@ -192,8 +203,8 @@ def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict,
     """The release as a BagIt bag: every file under release_dir/data/ (the RO-Crate root), the bag's
     tag files beside it (annobench.release.bag)."""
     out_dir, release_dir = Path(out_dir), Path(release_dir)
-    records = current_records(load_records(out_dir))
-    entries, jobs = manifest_entries(out_dir, records)
+    records = current_records(load_lineage_records(out_dir))
+    entries, job_records = manifest_entries(out_dir, records)
     entries = sorted(entries + kit_data_entries(entries), key=lambda e: e["path"])
     with atomic_path(release_dir) as bag:
         partial = bag / PAYLOAD
@@ -204,13 +215,12 @@ def assemble_release(out_dir: Path | str, release_dir: Path | str, config: dict,
                 source = entry["path"].removeprefix(KIT_DATA_DIR)  # a kit link: the file it links
                 _link(os.path.join(out_dir, source), os.path.join(partial, entry["path"]), made)
         own = [write_croissant(partial, config), write_dataset_card(partial, config)]
-        _write_jsonl(partial / JOBS, jobs)
+        _write_jsonl(partial / JOBS, (job_entry(full_record(record)) for record in job_records))
         info = header(out_dir, config, Path(workflow_dir), n_shards)
         (partial / HEADER).write_text(json.dumps(info, indent=1, sort_keys=True, default=str), "utf-8")
         own_entries = [own_entry(partial, path) for path in [*own, partial / JOBS, partial / HEADER]]
         own_entries.append(own_entry(partial, partial / MANIFEST, hashed=False))
-        crate = ro_crate(entries + own_entries, records, info)
-        (partial / CRATE).write_text(json.dumps(crate, indent=1, sort_keys=True), "utf-8")
+        write_crate(partial / CRATE, entries + own_entries, records, info)
         own_entries.append(own_entry(partial, partial / CRATE))
         listed = sorted(entries + own_entries, key=lambda e: e["path"])
         digest, size = _write_jsonl(partial / MANIFEST, listed)
@@ -242,7 +252,7 @@ def own_entry(release_dir: Path, path: Path, hashed: bool = True) -> dict:
             "size": described.get("size"), "rows": None, "rule": RELEASE_RULE, "job": None}
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> tuple[str, int]:
+def _write_jsonl(path: Path, rows: Iterable[dict]) -> tuple[str, int]:
     """Write one JSON object a line; the sha256 and size of the bytes written."""
     digest, size = hashlib.sha256(), 0
     with open(path, "wb") as handle:
@@ -267,23 +277,35 @@ def _link(source: str | Path, target: str | Path, made: set | None = None) -> No
         shutil.copy2(source, target)
 
 
-def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
-    """A Workflow Run RO-Crate (process run profile) of the release's lineage."""
+def write_crate(path: Path, entries: list[dict], records: list[dict], info: dict) -> None:
+    """The crate's JSON-LD, entity by entity: the bytes json.dumps(indent=1, sort_keys=True) gives
+    the whole document, without the whole document in memory."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write('{\n "@context": "%s",\n "@graph": [' % CRATE_CONTEXT)
+        for index, entity in enumerate(crate_graph(entries, records, info)):
+            text = json.dumps(entity, indent=1, sort_keys=True).replace("\n", "\n  ")
+            handle.write(("," if index else "") + "\n  " + text)
+        handle.write("\n ]\n}")
+
+
+def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterator[dict]:
+    """The entities of a Workflow Run RO-Crate (process run profile) of the release's lineage;
+    `records` whole or slim (load_lineage_records): their raw inputs are read back one at a time."""
     def file_id(path: str) -> str:
         return path if not os.path.isabs(path) else Path(path).as_uri()
 
     released = [e for e in entries if e["released"]]
     raw = {}
     for record in records:
-        for item in record["raw_inputs"]:
+        for item in full_record(record)["raw_inputs"]:
             if item.get("warc"):  # a record: the crate names its archive (hashed by the warc_tables job)
                 raw.setdefault(item["absolute_path"], {"path": item["warc"]["file"], "sha256": None, "size": None})
-            else:
-                raw[item["absolute_path"]] = item
+            else:  # what the crate says of it, not the whole item: one a photo, page or segmentation
+                raw[item["absolute_path"]] = {"path": item["path"], "sha256": item["sha256"], "size": item["size"]}
     outside = sorted({i["path"] for r in records for i in r["inputs"] if os.path.isabs(i["path"])} - set(raw))
     metadata = info["config"].get("release", {})
     licence = crate_licence(metadata.get("license", ""))
-    graph = [
+    yield from [
         {"@id": CRATE, "@type": "CreativeWork", "conformsTo": {"@id": "https://w3id.org/ro/crate/1.1"},
          "about": {"@id": "./"}},
         {"@id": "./", "@type": "Dataset", "name": metadata.get("title") or "annobench release",
@@ -300,16 +322,16 @@ def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
          "identifier": info["code"]["commit"] or "unknown"},
     ]
     for entry in entries:
-        graph.append({"@id": entry["path"] if entry["released"] else f"#build/{entry['path']}", "@type": "File",
-                      "contentSize": entry["size"], "sha256": entry["sha256"]})
+        yield {"@id": entry["path"] if entry["released"] else f"#build/{entry['path']}", "@type": "File",
+               "contentSize": entry["size"], "sha256": entry["sha256"]}
     for path, item in sorted(raw.items()):
         entity = {"@id": Path(path).as_uri(), "@type": "File", "name": item["path"], "sha256": item["sha256"],
                   "contentSize": item["size"]}
-        graph.append({key: value for key, value in entity.items() if value is not None})
-    input_hashes = {i["path"]: i["sha256"] for r in records for i in r["inputs"]}
+        yield {key: value for key, value in entity.items() if value is not None}
+    input_hashes = {i["path"]: i["sha256"] for r in records for i in r["inputs"] if os.path.isabs(i["path"])}
     for path in outside:  # inputs outside the build that are not raw data files (a mapping file)
-        graph.append({"@id": Path(path).as_uri(), "@type": "File", "name": Path(path).name,
-                      "sha256": input_hashes[path]})
+        yield {"@id": Path(path).as_uri(), "@type": "File", "name": Path(path).name,
+               "sha256": input_hashes[path]}
     released_paths = {e["path"] for e in released}
 
     def ref(path: str) -> dict:
@@ -318,14 +340,14 @@ def ro_crate(entries: list[dict], records: list[dict], info: dict) -> dict:
         return {"@id": path if path in released_paths else f"#build/{path}"}
 
     for record in records:
-        graph.append({
+        raw_inputs = full_record(record)["raw_inputs"]
+        yield {
             "@id": f"#job-{job_name(record)}", "@type": "CreateAction", "name": job_name(record),
             "instrument": {"@id": "#annobench"}, "endTime": record["finished"],
             "object": [ref(i["path"]) for i in record["inputs"]] + [
-                {"@id": uri} for uri in dict.fromkeys(Path(r["absolute_path"]).as_uri() for r in record["raw_inputs"])],
+                {"@id": uri} for uri in dict.fromkeys(Path(r["absolute_path"]).as_uri() for r in raw_inputs)],
             "result": [ref(o["path"]) for o in record["outputs"]],
-        })
-    return {"@context": "https://w3id.org/ro/crate/1.1/context", "@graph": graph}
+        }
 
 
 def crate_licence(licence: str) -> dict:

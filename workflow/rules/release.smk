@@ -160,9 +160,10 @@ rule release:
         n_shards=INVENTORY.n_shards,
         code=script_code("release.py"),
     resources:
-        # All job records are read into memory: about 21 KB an image measured
-        # on 4,000 images (185 MiB peak), so some 11 GB at 510,123.
-        mem_mb=1024 + (24 * INVENTORY.n_images) // 1000,
+        # Job records are held slimmed (raw inputs read back one job at a time):
+        # 184 MiB peak at 5,000 images, 344 MiB at 20,000, so about 11 KB an
+        # image and some 5.6 GiB at 510,123.
+        mem_mb=1024 + (16 * INVENTORY.n_images) // 1000,
         runtime=30 + INVENTORY.n_images // 2000,
     conda:
         "../../envs/annobench.yaml"
