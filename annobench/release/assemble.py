@@ -40,6 +40,7 @@ import os
 import platform
 import shutil
 import subprocess
+import urllib.parse
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -283,16 +284,33 @@ def write_crate(path: Path, entries: list[dict], records: list[dict], info: dict
     with open(path, "w", encoding="utf-8") as handle:
         handle.write('{\n "@context": "%s",\n "@graph": [' % CRATE_CONTEXT)
         for index, entity in enumerate(crate_graph(entries, records, info)):
-            text = json.dumps(entity, indent=1, sort_keys=True).replace("\n", "\n  ")
+            text = entity_json(entity).replace("\n", "\n  ")
             handle.write(("," if index else "") + "\n  " + text)
         handle.write("\n ]\n}")
+
+
+def entity_json(entity: dict) -> str:
+    """json.dumps(entity, indent=1, sort_keys=True): a flat entity's lines joined here, its values
+    by the C encoder (with an indent, json's encoder is pure Python: most of a large release's
+    crate time)."""
+    if not all(value is None or isinstance(value, (str, int, float)) for value in entity.values()):
+        return json.dumps(entity, indent=1, sort_keys=True)
+    return "{\n" + ",\n".join(f" {json.dumps(key)}: {json.dumps(value)}" for key, value in sorted(entity.items())) + "\n}"
+
+
+def file_uri(path: str) -> str:
+    """Path(path).as_uri() of an absolute path, without building a Path (a release names each raw
+    file three times, millions at full size): the same percent-encoding of the same bytes."""
+    if os.name != "posix" or "//" in path or "/./" in path or path.endswith(("/", "/.")):
+        return Path(path).as_uri()  # pathlib normalises these first
+    return "file://" + urllib.parse.quote_from_bytes(os.fsencode(path))
 
 
 def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterator[dict]:
     """The entities of a Workflow Run RO-Crate (process run profile) of the release's lineage;
     `records` whole or slim (load_lineage_records): their raw inputs are read back one at a time."""
     def file_id(path: str) -> str:
-        return path if not os.path.isabs(path) else Path(path).as_uri()
+        return path if not os.path.isabs(path) else file_uri(path)
 
     released = [e for e in entries if e["released"]]
     raw = {}
@@ -314,7 +332,7 @@ def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterato
          "conformsTo": {"@id": PROCESS_PROFILE},
          # The raw photos, pages and segmentations (outside the release, by file URI) are part of
          # the crate too: its lineage starts from them.
-         "hasPart": [{"@id": e["path"]} for e in released] + [{"@id": Path(p).as_uri()} for p in [*sorted(raw), *outside]],
+         "hasPart": [{"@id": e["path"]} for e in released] + [{"@id": file_uri(p)} for p in [*sorted(raw), *outside]],
          "mentions": [{"@id": f"#job-{job_name(r)}"} for r in records]},
         licence,
         {"@id": PROCESS_PROFILE, "@type": "CreativeWork", "name": "Process Run Crate", "version": "0.5"},
@@ -325,12 +343,12 @@ def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterato
         yield {"@id": entry["path"] if entry["released"] else f"#build/{entry['path']}", "@type": "File",
                "contentSize": entry["size"], "sha256": entry["sha256"]}
     for path, item in sorted(raw.items()):
-        entity = {"@id": Path(path).as_uri(), "@type": "File", "name": item["path"], "sha256": item["sha256"],
+        entity = {"@id": file_uri(path), "@type": "File", "name": item["path"], "sha256": item["sha256"],
                   "contentSize": item["size"]}
         yield {key: value for key, value in entity.items() if value is not None}
     input_hashes = {i["path"]: i["sha256"] for r in records for i in r["inputs"] if os.path.isabs(i["path"])}
     for path in outside:  # inputs outside the build that are not raw data files (a mapping file)
-        yield {"@id": Path(path).as_uri(), "@type": "File", "name": Path(path).name,
+        yield {"@id": file_uri(path), "@type": "File", "name": Path(path).name,
                "sha256": input_hashes[path]}
     released_paths = {e["path"] for e in released}
 
@@ -345,7 +363,7 @@ def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterato
             "@id": f"#job-{job_name(record)}", "@type": "CreateAction", "name": job_name(record),
             "instrument": {"@id": "#annobench"}, "endTime": record["finished"],
             "object": [ref(i["path"]) for i in record["inputs"]] + [
-                {"@id": uri} for uri in dict.fromkeys(Path(r["absolute_path"]).as_uri() for r in raw_inputs)],
+                {"@id": uri} for uri in dict.fromkeys(file_uri(r["absolute_path"]) for r in raw_inputs)],
             "result": [ref(o["path"]) for o in record["outputs"]],
         }
 
