@@ -104,7 +104,7 @@ MIN_CPU_SPREAD = 20.0
 # build ran only that one (a search in one part is a part of all test against all training images).
 SAME_WORK = {"benchmark_neighbours": "benchmark_neighbour_block"}
 # Rules that keep no job record (the release is the record), costed from the CPU and peak memory
-# their log's last line gives (logged_usage), at least Snakemake's wall time of the first of these
+# their log's last line gives (logged_usage), else from Snakemake's wall time of the first of these
 # outputs it has metadata on (release/MANIFEST.jsonl before releases were bags).
 RECORDLESS = {"release": ("release/bagit.txt", "release/MANIFEST.jsonl")}
 # benchmark_neighbours when it only merges the parts of a split search: a cost of its own.
@@ -389,11 +389,11 @@ class BuildSizes:
                          "peak": usage.get("peak_rss_mib")})
         for rule, outputs in RECORDLESS.items():
             wall = next((walls[key] for key in (f"{self.config['output']}/{o}" for o in outputs) if key in walls), None)
-            if wall is not None:  # its work: its CPU (the log's usage line) or else its wall time, each image
+            if wall is not None:  # its work: its CPU (the log's usage line) or else its wall time, an image
                 usage = logged_usage(self.out / "logs" / f"{rule}.log")
                 jobs.append({"rule": rule, "wildcards": {}, "units": self.n_images, "read": self.n_images,
                              "cpu": usage.get("cpu_seconds", 0.0), "startup": usage.get("startup_cpu_seconds") or 0.0,
-                             "wall": wall, "recordless": True, "peak": usage.get("peak_rss_mib")})
+                             "wall": wall, "recordless": not usage, "peak": usage.get("peak_rss_mib")})
         return jobs
 
 
