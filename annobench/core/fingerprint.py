@@ -121,8 +121,8 @@ def _imported_modules(path: Path) -> frozenset[str]:
 
 
 def _imported_names(listing: str) -> list[str]:
-    """`a.b as c, d` or `(x,\n y as z,)` -> the names before any `as`."""
-    parts = listing.strip().strip("()").replace("\\", " ").split(",")
+    """`a.b as c, d` or `(  # comment\n x,\n y as z,)` -> the names before any `as`."""
+    parts = re.sub(r"#[^\n]*", "", listing).strip().strip("()").replace("\\", " ").split(",")
     return [part.split()[0] for part in parts if part.split() and part.split()[0] != "*"]
 
 
