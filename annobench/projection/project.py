@@ -128,8 +128,7 @@ def units_of(job: dict, driver: str, sizes: dict) -> float:
         return sizes["images"] * search_shares(job, sizes)[0] * dimension_of(job, sizes)
     if driver == "pair_dims":
         test, training = search_shares(job, sizes)
-        dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"], sizes.get("networks"))
-        return sizes["queries"] * test * sizes["references"] * training * dimension
+        return sizes["queries"] * test * sizes["references"] * training * dimension_of(job, sizes)
     if driver in ("shard_images", "sampled_images"):
         share = sizes["sampled_share"] if driver == "sampled_images" else 1.0
         return sizes["shard_sizes"][int(job["wildcards"]["shard"])] * share
@@ -160,6 +159,7 @@ def images_read(job: dict, sizes: dict) -> float:
 
 
 def dimension_of(job: dict, sizes: dict) -> int:
+    """The vector width of a search job's feature."""
     return feature_dimension(job["wildcards"]["feature"], sizes["features"], sizes.get("networks"))
 
 
@@ -172,8 +172,7 @@ def declared_memory(job: dict, sizes: dict) -> float:
     from annobench.benchmark.neighbours.blocks import part_memory_mb
 
     test, _ = search_shares(job, sizes)
-    dimension = feature_dimension(job["wildcards"]["feature"], sizes["features"], sizes.get("networks"))
-    return part_memory_mb(round(sizes["queries"] * test), dimension)
+    return part_memory_mb(round(sizes["queries"] * test), dimension_of(job, sizes))
 
 
 def costed_jobs(planned: list[dict], calibration: Calibration, sizes: dict):
