@@ -40,6 +40,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import urllib.parse
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -308,18 +309,24 @@ def file_uri(path: str) -> str:
 
 def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterator[dict]:
     """The entities of a Workflow Run RO-Crate (process run profile) of the release's lineage;
-    `records` whole or slim (load_lineage_records): their raw inputs are read back one at a time."""
+    `records` whole or slim (load_lineage_records): their raw inputs are read back once, one record
+    at a time, and each job keeps only the paths of its own (interned: one string a raw file)."""
     def file_id(path: str) -> str:
         return path if not os.path.isabs(path) else file_uri(path)
 
     released = [e for e in entries if e["released"]]
-    raw = {}
+    raw, raw_of_job = {}, []
     for record in records:
+        paths = []
         for item in full_record(record)["raw_inputs"]:
+            path = sys.intern(item["absolute_path"])
+            paths.append(path)
             if item.get("warc"):  # a record: the crate names its archive (hashed by the warc_tables job)
-                raw.setdefault(item["absolute_path"], {"path": item["warc"]["file"], "sha256": None, "size": None})
+                raw.setdefault(path, {"path": item["warc"]["file"], "sha256": None, "size": None})
             else:  # what the crate says of it, not the whole item: one a photo, page or segmentation
-                raw[item["absolute_path"]] = {"path": item["path"], "sha256": item["sha256"], "size": item["size"]}
+                raw[path] = {"path": item["path"], "sha256": item["sha256"], "size": item["size"]}
+        raw_of_job.append(tuple(dict.fromkeys(paths)))
+    uris = {path: file_uri(path) for path in raw}
     outside = sorted({i["path"] for r in records for i in r["inputs"] if os.path.isabs(i["path"])} - set(raw))
     metadata = info["config"].get("release", {})
     licence = crate_licence(metadata.get("license", ""))
@@ -332,7 +339,8 @@ def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterato
          "conformsTo": {"@id": PROCESS_PROFILE},
          # The raw photos, pages and segmentations (outside the release, by file URI) are part of
          # the crate too: its lineage starts from them.
-         "hasPart": [{"@id": e["path"]} for e in released] + [{"@id": file_uri(p)} for p in [*sorted(raw), *outside]],
+         "hasPart": [{"@id": e["path"]} for e in released] + [{"@id": uris[p]} for p in sorted(raw)]
+                    + [{"@id": file_uri(p)} for p in outside],
          "mentions": [{"@id": f"#job-{job_name(r)}"} for r in records]},
         licence,
         {"@id": PROCESS_PROFILE, "@type": "CreativeWork", "name": "Process Run Crate", "version": "0.5"},
@@ -343,7 +351,7 @@ def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterato
         yield {"@id": entry["path"] if entry["released"] else f"#build/{entry['path']}", "@type": "File",
                "contentSize": entry["size"], "sha256": entry["sha256"]}
     for path, item in sorted(raw.items()):
-        entity = {"@id": file_uri(path), "@type": "File", "name": item["path"], "sha256": item["sha256"],
+        entity = {"@id": uris[path], "@type": "File", "name": item["path"], "sha256": item["sha256"],
                   "contentSize": item["size"]}
         yield {key: value for key, value in entity.items() if value is not None}
     input_hashes = {i["path"]: i["sha256"] for r in records for i in r["inputs"] if os.path.isabs(i["path"])}
@@ -357,13 +365,12 @@ def crate_graph(entries: list[dict], records: list[dict], info: dict) -> Iterato
             return {"@id": file_id(path)}
         return {"@id": path if path in released_paths else f"#build/{path}"}
 
-    for record in records:
-        raw_inputs = full_record(record)["raw_inputs"]
+    for record, raw_paths in zip(records, raw_of_job):
         yield {
             "@id": f"#job-{job_name(record)}", "@type": "CreateAction", "name": job_name(record),
             "instrument": {"@id": "#annobench"}, "endTime": record["finished"],
             "object": [ref(i["path"]) for i in record["inputs"]] + [
-                {"@id": uri} for uri in dict.fromkeys(file_uri(r["absolute_path"]) for r in raw_inputs)],
+                {"@id": uri} for uri in dict.fromkeys(uris[path] for path in raw_paths)],
             "result": [ref(o["path"]) for o in record["outputs"]],
         }
 
